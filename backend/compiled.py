@@ -1,0 +1,170 @@
+"""The compiled objects aot_autograd calls: one per forward, backward or inference graph.
+
+`CompiledAtenGraph` holds the ATen graph's C++ partitions (`CppPartition`, each an
+`fxcpp._C.Executable`) and, when some nodes cannot run in C++, the parent graph
+that runs in a torch.fx.Interpreter. When the whole graph is one C++ partition,
+a call goes straight to C++ (`_boxed_call`: aot passes the args list, which we
+clear so inputs can be freed early).
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import time
+import warnings
+
+import torch
+import torch.fx as fx
+
+from . import _C, lowering, partition
+from .options import Options
+
+log = logging.getLogger("fxcpp")
+
+
+class FxcppCompileError(RuntimeError):
+    """A graph (partition) could not be compiled and Options.fallback is "error"."""
+
+
+class EagerFallback(Exception):
+    """Options.fallback == "eager": the caller runs the whole Dynamo graph eagerly."""
+
+
+def dump(opts: Options, subdir: str, name: str, text: str) -> None:
+    if not opts.dump_dir:
+        return
+    d = os.path.join(opts.dump_dir, subdir)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "w") as f:
+        f.write(text)
+
+
+class CppPartition(torch.nn.Module):
+    """One C++ partition: lowering → pass pipeline → Executable."""
+
+    def __init__(self, gm: fx.GraphModule, opts: Options, label: str, dump_subdir: str):
+        super().__init__()
+        self.label = label
+        self.opts = opts
+        out = gm.graph.output_node().args[0]
+        self.single_output = not isinstance(out, (tuple, list))
+        cgraph, self.env = lowering.lower_graph(gm)
+        ran = _C.run_pipeline(cgraph, list(opts.disable_passes), opts.verify_each_pass, bool(opts.dump_dir))
+        for i, (name, changed, text) in enumerate(ran):
+            dump(opts, dump_subdir, f"{label}_pass{i}_{name}.txt", f"# changed: {changed}\n{text}")
+        self.exe = _C.Executable(cgraph)
+        self.passes = [(name, changed) for name, changed, _ in ran]
+        dump(opts, dump_subdir, f"{label}_plan.txt", str(self.exe))
+        self.steps = self.exe.steps()
+        self.last_times = None  # ns per step of the last profiled call
+
+    def run_list(self, args) -> list:
+        if self.opts.profile:
+            outs, self.last_times = self.exe.run_profiled(args)
+            return outs
+        return self.exe.run(args)
+
+    def forward(self, *args):
+        outs = self.run_list(args)
+        return outs[0] if self.single_output else tuple(outs)
+
+
+class _TimingInterpreter(fx.Interpreter):
+    """Runs the parent graph, timing the nodes that run in the Interpreter."""
+
+    def __init__(self, gm, times: dict | None):
+        super().__init__(gm)
+        self.times = times
+
+    def run_node(self, n):
+        if self.times is None:
+            return super().run_node(n)
+        t0 = time.perf_counter_ns()
+        out = super().run_node(n)
+        self.times[n.name] = time.perf_counter_ns() - t0
+        return out
+
+
+_graph_ids = itertools.count()
+
+
+class CompiledAtenGraph:
+    """What fxcpp returns to aot_autograd for one ATen graph (forward, backward or inference)."""
+
+    _boxed_call = True
+    recorders: list = []  # explain() collects the graphs compiled while it runs
+    _lock = threading.Lock()
+
+    def __init__(self, gm: fx.GraphModule, opts: Options, kind: str, dump_subdir: str):
+        self.gm = gm  # the ATen graph (kept for verify mode and for the Interpreter fallback)
+        self.opts = opts
+        self.kind = kind
+        self.id = next(_graph_ids)
+        self.fallbacks: list[str] = []  # why a partition runs in the Interpreter
+        self.single: CppPartition | None = None
+        self.parent: fx.GraphModule | None = None
+        self.partitions: dict[str, CppPartition] = {}
+        self.interp_times: dict | None = None
+        dump(opts, dump_subdir, f"{kind}_aten.py", gm.code)
+        if partition.all_supported(gm):
+            try:
+                self.single = CppPartition(gm, opts, f"{kind}_cpp0", dump_subdir)
+            except Exception as e:  # noqa: BLE001 - policy decides: interpreter, eager or error
+                self._fallback(e, "the whole graph")
+                self.parent = gm
+        else:
+            self._build_split(dump_subdir)
+        with CompiledAtenGraph._lock:
+            for r in CompiledAtenGraph.recorders:
+                r.append(self)
+
+    def _build_split(self, dump_subdir):
+        parent, names = partition.split_aten(self.gm)
+        for i, name in enumerate(names):
+            sub = parent.get_submodule(name)
+            try:
+                cpp = CppPartition(sub, self.opts, f"{self.kind}_cpp{i}", dump_subdir)
+            except Exception as e:  # noqa: BLE001
+                self._fallback(e, f"partition {name}")
+                continue
+            self.partitions[name] = cpp
+            setattr(parent, name, cpp)
+        self.parent = parent
+        interp = [n.format_node() for n in parent.graph.nodes if n.op == "call_function"]
+        if interp:
+            log.info("fxcpp: %d node(s) of the %s graph run in the Interpreter: %s", len(interp), self.kind, "; ".join(interp))
+
+    def _fallback(self, err: Exception, what: str):
+        if self.opts.fallback == "error":
+            raise FxcppCompileError(f"fxcpp could not compile {what} of the {self.kind} graph: {err}") from err
+        if self.opts.fallback == "eager" and self.kind != "backward":
+            raise EagerFallback(str(err)) from err
+        msg = f"fxcpp: {what} of the {self.kind} graph runs in the Interpreter: {err}"
+        warnings.warn(msg, stacklevel=2)
+        log.warning(msg)
+        self.fallbacks.append(msg)
+
+    def __call__(self, args: list):
+        if self.opts.verify:
+            from .verify import verified_call
+
+            outs = verified_call(self, args)
+            args.clear()
+            return outs
+        return self.run(args)
+
+    def run(self, args: list):
+        if self.single is not None:
+            outs = self.single.run_list(args)
+        else:
+            times = {} if self.opts.profile else None
+            outs = _TimingInterpreter(self.parent, times).run(*args)
+            self.interp_times = times
+        args.clear()
+        return outs
+
+    def run_reference(self, args):
+        """The ATen graph run eagerly, node by node (verify mode's reference)."""
+        return fx.Interpreter(self.gm).run(*args)

@@ -1,0 +1,161 @@
+"""The Dynamo backend and the direct API, wired through aot_autograd.
+
+backend(gm, example_inputs)  Dynamo's torch-level graph → aot_autograd → forward /
+                             backward / inference ATen graphs → CompiledAtenGraph each.
+compile(gm, example_inputs)  any GraphModule (symbolic_trace output, hand-edited
+                             graphs): the same aot path, with plans specialized per
+                             concrete input signature in a small LRU cache.
+"""
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import threading
+import warnings
+
+import torch
+import torch.fx as fx
+from torch._dynamo.backends.common import aot_autograd
+from torch.utils import _pytree as pytree
+
+from . import partition
+from .compiled import CompiledAtenGraph, EagerFallback, FxcppCompileError, dump
+from .options import Options
+
+log = logging.getLogger("fxcpp")
+_dynamo_graph_ids = itertools.count()
+
+
+def _aot_backend(opts: Options, dump_subdir: str):
+    def compiler_for(kind):
+        def compile_aten(gm: fx.GraphModule, example_inputs):
+            return CompiledAtenGraph(gm, opts, kind, dump_subdir)
+
+        return compile_aten
+
+    return aot_autograd(
+        fw_compiler=compiler_for("forward"),
+        bw_compiler=compiler_for("backward"),
+        inference_compiler=compiler_for("inference"),
+    )
+
+
+def _interpret(gm: fx.GraphModule):
+    def run(*args):
+        return fx.Interpreter(gm).run(*args)
+
+    return run
+
+
+def _compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eager_fn):
+    """Compile a torch-level graph; on failure apply Options.fallback."""
+    subdir = f"graph{next(_dynamo_graph_ids)}"
+    dump(opts, subdir, "torch_graph.py", gm.code)
+    try:
+        if partition.opaque_nodes(gm):
+            return _compile_with_opaque(gm, opts, subdir)
+        return _aot_backend(opts, subdir)(gm, example_inputs)
+    except EagerFallback as e:
+        warnings.warn(f"fxcpp: running the graph eagerly (Options.fallback='eager'): {e}", stacklevel=2)
+        return eager_fn
+    except FxcppCompileError:
+        raise
+    except Exception as e:  # noqa: BLE001 - aot tracing itself failed
+        if opts.fallback == "error":
+            raise FxcppCompileError(f"fxcpp could not compile the graph: {e}") from e
+        warnings.warn(f"fxcpp: the graph runs in the Interpreter (aot_autograd failed: {type(e).__name__}: {e})", stacklevel=2)
+        return eager_fn if opts.fallback == "eager" else _interpret(gm)
+
+
+def _compile_with_opaque(gm: fx.GraphModule, opts: Options, subdir: str):
+    """torch.fx.wrap functions stay in the parent graph (Interpreter); each traceable
+    partition compiles through aot at its first call per input signature."""
+    parent, names = partition.split_opaque(gm)
+    for name in names:
+        setattr(parent, name, _ShapeSpecialized(parent.get_submodule(name), opts, f"{subdir}_{name}"))
+    log.info("fxcpp: torch.fx.wrap functions run in the Interpreter: %s",
+             [n.format_node() for n in partition.opaque_nodes(parent)])
+    return _interpret(parent)
+
+
+def backend(gm: fx.GraphModule, example_inputs, *, mode=None, options=None):
+    """The Dynamo backend: torch.compile(model, backend="fxcpp", options={...})."""
+    opts = Options.parse(options)
+    if mode not in (None, "default"):
+        log.info("fxcpp: mode=%r has no effect yet; compiling with the defaults", mode)
+    return _compile_torch_graph(gm, example_inputs, opts, gm.forward)
+
+
+def _signature(args) -> tuple:
+    sig = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            sig.append((tuple(a.shape), a.stride(), a.dtype, a.device, a.requires_grad))
+        else:
+            sig.append((type(a), a))
+    return tuple(sig)
+
+
+class _ShapeSpecialized(torch.nn.Module):
+    """A GraphModule compiled per concrete input signature (LRU, Options.plan_cache_size)."""
+
+    def __init__(self, gm: fx.GraphModule, opts: Options, subdir: str):
+        super().__init__()
+        self.gm = gm
+        self.opts = opts
+        self.subdir = subdir
+        self.cache: collections.OrderedDict = collections.OrderedDict()
+        self.lock = threading.Lock()
+
+    def compiled_for(self, args):
+        key = _signature(args)
+        with self.lock:
+            fn = self.cache.get(key)
+            if fn is not None:
+                self.cache.move_to_end(key)
+                return fn
+        fn = _compile_torch_graph(self.gm, list(args), self.opts, self.gm.forward)
+        with self.lock:
+            self.cache[key] = fn
+            while len(self.cache) > self.opts.plan_cache_size:
+                self.cache.popitem(last=False)
+        return fn
+
+    def forward(self, *args):
+        return self.compiled_for(args)(*args)
+
+
+def _flat_output_copy(gm: fx.GraphModule):
+    """A copy of gm returning a flat tuple (aot needs one), and the spec to rebuild the output."""
+    graph = fx.Graph()
+    env = {}
+    for node in gm.graph.nodes:
+        if node.op == "output":
+            leaves, spec = pytree.tree_flatten(node.args[0])
+            graph.output(tuple(env[x] if isinstance(x, fx.Node) else x for x in leaves))
+        else:
+            env[node] = graph.node_copy(node, lambda n: env[n])
+    return fx.GraphModule(gm, graph), spec
+
+
+class CompiledModule:
+    """What fxcpp.compile returns: call it like the GraphModule."""
+
+    def __init__(self, gm: fx.GraphModule, example_inputs, opts: Options):
+        flat, self.out_spec = _flat_output_copy(gm)
+        self.compiled = _ShapeSpecialized(flat, opts, "direct")
+        if example_inputs is not None:  # compile now, so errors surface here
+            self.compiled.compiled_for(list(example_inputs))
+
+    def __call__(self, *args):
+        outs = self.compiled(*args)
+        return pytree.tree_unflatten(list(outs), self.out_spec)
+
+
+def compile(gm: fx.GraphModule, example_inputs=None, options=None) -> CompiledModule:  # noqa: A001
+    """Compile any GraphModule (symbolic_trace output, hand-edited graphs) with fxcpp."""
+    if not isinstance(gm, fx.GraphModule):
+        raise TypeError(f"fxcpp.compile takes a torch.fx.GraphModule, got {type(gm).__name__}; "
+                        "for a module or function use torch.compile(m, backend='fxcpp')")
+    return CompiledModule(gm, example_inputs, Options.parse(options))

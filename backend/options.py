@@ -1,0 +1,58 @@
+"""One Options dataclass, parsed from torch.compile(..., options={...})."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+FALLBACKS = ("interpreter", "eager", "error")
+
+
+@dataclass
+class Options:
+    # What a partition that fails to compile does: run in the Interpreter (with a
+    # warning naming the node), run the whole graph eagerly, or raise.
+    fallback: str = "interpreter"
+    # Run eager alongside every compiled call; raise naming the first diverging node.
+    verify: bool = False
+    # Pass names to switch off (fxcpp._C.pass_names() lists them).
+    disable_passes: tuple = ()
+    # Write the FX code, the C++ graph after each pass, and the plan here.
+    dump_dir: str | None = None
+    # Run the C++ verifier after every pass (cheap; on by default).
+    verify_each_pass: bool = True
+    # Record per-node times of the last call (explain() turns it on).
+    profile: bool = False
+    # Plans kept per compiled graph in fxcpp.compile, one per concrete input signature.
+    plan_cache_size: int = 8
+
+    def __post_init__(self):
+        if self.fallback not in FALLBACKS:
+            raise ValueError(f"fxcpp: Options.fallback must be one of {FALLBACKS}, got {self.fallback!r}")
+        if isinstance(self.disable_passes, str):
+            self.disable_passes = (self.disable_passes,)
+        self.disable_passes = tuple(self.disable_passes)
+        from . import _C
+
+        unknown = [p for p in self.disable_passes if p not in _C.pass_names()]
+        if unknown:
+            raise ValueError(f"fxcpp: unknown pass name(s) {unknown}; passes are: {', '.join(_C.pass_names())}")
+        if self.plan_cache_size < 1:
+            raise ValueError("fxcpp: Options.plan_cache_size must be at least 1")
+
+    @classmethod
+    def parse(cls, options) -> "Options":
+        """None, an Options, or a dict whose keys are the field names."""
+        if options is None:
+            return cls()
+        if isinstance(options, cls):
+            return options
+        if not isinstance(options, dict):
+            raise TypeError(f"fxcpp: options must be a dict or fxcpp.Options, got {type(options).__name__}")
+        valid = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(k for k in options if k not in valid)
+        if unknown:
+            raise ValueError(f"fxcpp: unknown option(s) {unknown}; valid options are: {', '.join(valid)}")
+        return cls(**options)
+
+    def replace(self, **changes) -> "Options":
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,193 @@
+#include "ir/graph.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <sstream>
+#include <unordered_set>
+
+namespace fxcpp {
+
+const char* kind_name(ValueKind k) {
+  switch (k) {
+    case ValueKind::Tensor: return "Tensor";
+    case ValueKind::Int: return "int";
+    case ValueKind::Float: return "float";
+    case ValueKind::Bool: return "bool";
+    case ValueKind::TensorList: return "Tensor[]";
+    case ValueKind::Any: return "any";
+  }
+  return "?";
+}
+
+std::string TensorMeta::str() const {
+  std::ostringstream os;
+  os << c10::toString(dtype) << "[";
+  for (size_t i = 0; i < sizes.size(); ++i) os << (i ? ", " : "") << sizes[i].str();
+  os << "]";
+  if (device.type() != c10::kCPU) os << "@" << device.str();
+  return os.str();
+}
+
+std::string Arg::str() const {
+  switch (kind) {
+    case Kind::Value: return "%" + value->name;
+    case Kind::Const: {
+      if (constant.isTensor()) {
+        const auto& t = constant.toTensor();
+        return "tensor(" + std::string(c10::toString(t.scalar_type())) + ", numel=" + std::to_string(t.numel()) + ")";
+      }
+      std::ostringstream os;
+      os << constant;
+      return os.str();
+    }
+    case Kind::List: {
+      std::string s = "[";
+      for (size_t i = 0; i < elems.size(); ++i) s += (i ? ", " : "") + elems[i].str();
+      return s + "]";
+    }
+  }
+  return "?";
+}
+
+const Arg& Node::arg(const std::string& arg_name) const {
+  if (op) {
+    const auto& a = schema().arguments();
+    for (size_t i = 0; i < a.size() && i < args.size(); ++i)
+      if (a[i].name() == arg_name) return args[i];
+  }
+  throw NodeError(*this, "has no argument '" + arg_name + "'");
+}
+
+std::string Node::describe() const {
+  std::string s = "node '" + name + "' (" + target + ")";
+  if (!fx_repr.empty()) s += " [" + fx_repr + "]";
+  return s;
+}
+
+std::optional<c10::OperatorHandle> find_op(const std::string& target) {
+  auto sep = target.find("::");
+  if (sep == std::string::npos) return std::nullopt;
+  auto dot = target.find('.', sep + 2);
+  std::string name = dot == std::string::npos ? target : target.substr(0, dot);
+  std::string overload = dot == std::string::npos ? "" : target.substr(dot + 1);
+  if (overload == "default") overload = "";
+  return c10::Dispatcher::singleton().findSchema({name, overload});
+}
+
+Value* Graph::new_value(const std::string& name, ValueKind kind, std::optional<TensorMeta> meta) {
+  auto v = std::make_unique<Value>();
+  v->id = static_cast<int>(values_.size());
+  v->name = name;
+  v->kind = kind;
+  v->meta = std::move(meta);
+  values_.push_back(std::move(v));
+  return values_.back().get();
+}
+
+Value* Graph::add_input(const std::string& name, ValueKind kind, std::optional<TensorMeta> meta) {
+  Value* v = new_value(name, kind, std::move(meta));
+  v->is_input = true;
+  inputs_.push_back(v);
+  return v;
+}
+
+Value* Graph::add_constant(const std::string& name, c10::IValue c, std::optional<TensorMeta> meta) {
+  ValueKind kind = c.isTensor() ? ValueKind::Tensor : c.isInt() ? ValueKind::Int : c.isDouble() ? ValueKind::Float
+                   : c.isBool() ? ValueKind::Bool : ValueKind::Any;
+  Value* v = new_value(name, kind, std::move(meta));
+  v->constant = std::move(c);
+  return v;
+}
+
+Node* Graph::add_node(const std::string& name, const std::string& target, std::vector<Arg> args,
+                      const std::vector<std::pair<std::string, Arg>>& kwargs, const std::string& fx_repr,
+                      const std::vector<std::pair<ValueKind, std::optional<TensorMeta>>>& outputs) {
+  auto node = std::make_unique<Node>();
+  node->name = name;
+  node->target = target;
+  node->fx_repr = fx_repr;
+  if (target.rfind("prim::", 0) != 0) {
+    node->op = find_op(target);
+    if (!node->op) throw NodeError(*node, "no operator with this name is registered with the dispatcher");
+    // Normalize to the schema's positional order, filling in defaults.
+    const auto& formals = node->schema().arguments();
+    if (args.size() > formals.size())
+      throw NodeError(*node, "got " + std::to_string(args.size()) + " positional args, schema takes " +
+                                 std::to_string(formals.size()));
+    std::vector<std::optional<Arg>> slots(formals.size());
+    for (size_t i = 0; i < args.size(); ++i) slots[i] = std::move(args[i]);
+    for (const auto& [kw, a] : kwargs) {
+      size_t i = 0;
+      while (i < formals.size() && formals[i].name() != kw) ++i;
+      if (i == formals.size()) throw NodeError(*node, "unknown keyword argument '" + kw + "'");
+      slots[i] = a;
+    }
+    args.clear();
+    for (size_t i = 0; i < formals.size(); ++i) {
+      if (slots[i]) {
+        args.push_back(std::move(*slots[i]));
+      } else if (formals[i].default_value()) {
+        args.push_back(Arg::constant_of(*formals[i].default_value()));
+      } else {
+        throw NodeError(*node, "missing required argument '" + formals[i].name() + "'");
+      }
+    }
+  } else if (!kwargs.empty()) {
+    throw NodeError(*node, "prim nodes take no keyword arguments");
+  }
+  node->args = std::move(args);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::string vname = outputs.size() == 1 ? name : name + "." + std::to_string(i);
+    Value* v = new_value(vname, outputs[i].first, outputs[i].second);
+    v->producer = node.get();
+    v->output_index = static_cast<int>(i);
+    node->outputs.push_back(v);
+  }
+  nodes_.push_back(std::move(node));
+  return nodes_.back().get();
+}
+
+std::vector<Node*> Graph::nodes() const {
+  std::vector<Node*> out;
+  out.reserve(nodes_.size());
+  for (const auto& n : nodes_)
+    if (!n->dead) out.push_back(n.get());
+  return out;
+}
+
+static void replace_in(Arg& a, Value* from, Value* to) {
+  if (a.kind == Arg::Kind::Value && a.value == from) a.value = to;
+  for (auto& e : a.elems) replace_in(e, from, to);
+}
+
+void Graph::replace_all_uses(Value* from, Value* to) {
+  for (auto& n : nodes_)
+    for (auto& a : n->args) replace_in(a, from, to);
+  for (auto& a : outputs_) replace_in(a, from, to);
+}
+
+std::vector<int> Graph::use_counts() const {
+  std::vector<int> counts(values_.size(), 0);
+  auto count = [&](Value* v) { counts[v->id]++; };
+  for (const auto& n : nodes_)
+    if (!n->dead)
+      for (const auto& a : n->args) for_each_value(a, count);
+  for (const auto& a : outputs_) for_each_value(a, count);
+  return counts;
+}
+
+bool Graph::is_graph_output(const Value* v) const {
+  bool found = false;
+  for (const auto& a : outputs_) for_each_value(a, [&](Value* o) { found |= (o == v); });
+  return found;
+}
+
+void Graph::remove_dead_nodes() {
+  std::vector<std::unique_ptr<Node>> live;
+  for (auto& n : nodes_)
+    if (!n->dead) live.push_back(std::move(n));
+  // Dead nodes' Values stay owned by values_ (ids stay stable); nothing references them.
+  nodes_ = std::move(live);
+}
+
+}  // namespace fxcpp

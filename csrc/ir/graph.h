@@ -1,0 +1,137 @@
+// fxcpp's graph IR: a Graph owns Values and Nodes in topological order.
+// A Value is produced by one Node (or is a graph input / constant); a Node's
+// arguments are Args, which are Value references, constants, or lists of both
+// (an ATen `SymInt[]` may mix constants with symbolic Values).
+#pragma once
+#include <ATen/core/ivalue.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/function_schema.h>
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fxcpp {
+
+// One dimension: a concrete size, or a symbol (e.g. "s0", "2*s0"), or unknown ("?").
+struct Dim {
+  int64_t value = 0;
+  std::string sym;  // empty: concrete
+  static Dim of(int64_t v) { return Dim{v, ""}; }
+  static Dim symbol(std::string s) { return Dim{0, std::move(s)}; }
+  static Dim unknown() { return Dim{0, "?"}; }
+  bool is_static() const { return sym.empty(); }
+  bool is_unknown() const { return sym == "?"; }
+  bool operator==(const Dim& o) const { return value == o.value && sym == o.sym; }
+  std::string str() const { return sym.empty() ? std::to_string(value) : sym; }
+};
+
+struct TensorMeta {
+  c10::ScalarType dtype = c10::ScalarType::Float;
+  std::vector<Dim> sizes;
+  std::vector<Dim> strides;  // may be empty when unknown
+  c10::Device device{c10::kCPU};
+  int64_t dim() const { return static_cast<int64_t>(sizes.size()); }
+  std::string str() const;
+};
+
+enum class ValueKind { Tensor, Int, Float, Bool, TensorList, Any };
+const char* kind_name(ValueKind k);
+
+struct Node;
+
+struct Value {
+  int id = -1;
+  std::string name;
+  ValueKind kind = ValueKind::Any;
+  std::optional<TensorMeta> meta;  // tensors only
+  Node* producer = nullptr;        // null for graph inputs and constants
+  int output_index = 0;
+  bool is_input = false;
+  std::optional<c10::IValue> constant;  // set for constants (get_attr tensors, etc.)
+};
+
+struct Arg {
+  enum class Kind { Value, Const, List };
+  Kind kind = Kind::Const;
+  Value* value = nullptr;
+  c10::IValue constant;
+  std::vector<Arg> elems;
+  static Arg of(Value* v) { Arg a; a.kind = Kind::Value; a.value = v; return a; }
+  static Arg constant_of(c10::IValue c) { Arg a; a.kind = Kind::Const; a.constant = std::move(c); return a; }
+  static Arg list_of(std::vector<Arg> e) { Arg a; a.kind = Kind::List; a.elems = std::move(e); return a; }
+  bool is_none() const { return kind == Kind::Const && constant.isNone(); }
+  std::string str() const;
+};
+
+// Call `fn(Value*)` for every Value an Arg references (recursing into lists).
+template <typename F>
+void for_each_value(const Arg& a, F&& fn) {
+  if (a.kind == Arg::Kind::Value) fn(a.value);
+  for (const auto& e : a.elems) for_each_value(e, fn);
+}
+
+struct Node {
+  std::string name;    // the FX node's name
+  std::string target;  // "aten::add.Tensor" or "prim::getitem" ...
+  std::string fx_repr; // FX format_node(), for error messages
+  // ATen nodes: the op's schema; args are normalized to schema order, with defaults filled in.
+  std::optional<c10::OperatorHandle> op;
+  std::vector<Arg> args;
+  std::vector<Value*> outputs;
+  bool dead = false;
+
+  bool is_aten() const { return op.has_value(); }
+  const c10::FunctionSchema& schema() const { return op->schema(); }
+  // Positional arg by schema name; throws naming the node if absent.
+  const Arg& arg(const std::string& name) const;
+  std::string describe() const;  // "node 'add_1' (aten::add.Tensor): <fx repr>"
+};
+
+// An error about one node: every message names the FX node.
+struct NodeError : std::runtime_error {
+  NodeError(const Node& n, const std::string& what) : std::runtime_error(n.describe() + ": " + what), node_name(n.name) {}
+  std::string node_name;
+};
+
+class Graph {
+ public:
+  Value* add_input(const std::string& name, ValueKind kind, std::optional<TensorMeta> meta);
+  Value* add_constant(const std::string& name, c10::IValue v, std::optional<TensorMeta> meta);
+  // Adds a node at the end. For ATen targets ("aten::add.Tensor", any namespace),
+  // the schema is looked up in the dispatcher and args/kwargs normalized.
+  Node* add_node(const std::string& name, const std::string& target, std::vector<Arg> args,
+                 const std::vector<std::pair<std::string, Arg>>& kwargs, const std::string& fx_repr,
+                 const std::vector<std::pair<ValueKind, std::optional<TensorMeta>>>& outputs);
+  void set_outputs(std::vector<Arg> outs) { outputs_ = std::move(outs); }
+
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  const std::vector<Arg>& outputs() const { return outputs_; }
+  std::vector<Arg>& mutable_outputs() { return outputs_; }
+  // Live nodes in topological order.
+  std::vector<Node*> nodes() const;
+  const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
+  size_t num_values() const { return values_.size(); }
+
+  // Rewrites every use of `from` (in node args and graph outputs) to `to`.
+  void replace_all_uses(Value* from, Value* to);
+  // Number of uses of each value id (graph outputs count as uses).
+  std::vector<int> use_counts() const;
+  bool is_graph_output(const Value* v) const;
+  void remove_dead_nodes();  // drops nodes marked dead
+  std::string str() const;
+
+ private:
+  Value* new_value(const std::string& name, ValueKind kind, std::optional<TensorMeta> meta);
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<Value*> inputs_;
+  std::vector<Arg> outputs_;
+};
+
+std::optional<c10::OperatorHandle> find_op(const std::string& target);
+
+}  // namespace fxcpp

@@ -1,0 +1,46 @@
+#include "ir/verifier.h"
+#include "passes/pass.h"
+
+namespace fxcpp {
+
+bool verify_pass(Graph& g, const PassContext&) {
+  verify_graph(g);
+  return false;
+}
+
+// The order matters: shapes first (later passes read metas), no-op removal
+// before DCE (it leaves producers without users).
+const std::vector<PassInfo>& pass_list() {
+  static const std::vector<PassInfo> passes = {
+      {"verify", verify_pass},
+      {"shape_propagation", shape_propagation_pass},
+      {"remove_noops", remove_noops_pass},
+      {"dce", dce_pass},
+  };
+  return passes;
+}
+
+bool run_pass(const std::string& name, Graph& g, const PassContext& ctx) {
+  for (const auto& p : pass_list())
+    if (name == p.name) {
+      bool changed = p.run(g, ctx);
+      if (ctx.verify_each) verify_graph(g);
+      return changed;
+    }
+  std::string known;
+  for (const auto& p : pass_list()) known += std::string(known.empty() ? "" : ", ") + p.name;
+  throw std::invalid_argument("unknown pass '" + name + "'; passes are: " + known);
+}
+
+std::vector<std::pair<std::string, bool>> run_pipeline(Graph& g, const PassContext& ctx) {
+  std::vector<std::pair<std::string, bool>> ran;
+  for (const auto& p : pass_list()) {
+    if (ctx.disabled.count(p.name)) continue;
+    bool changed = run_pass(p.name, g, ctx);
+    ran.emplace_back(p.name, changed);
+    if (ctx.after_pass) ctx.after_pass(p.name, changed, g);
+  }
+  return ran;
+}
+
+}  // namespace fxcpp

@@ -1,0 +1,248 @@
+// fxcpp._C — the only pybind11 translation unit. Arguments are checked here, at
+// the boundary; everything below works on IValues and the IR.
+//
+// Lowered arguments arrive as tagged tuples (backend/lowering.py makes them):
+//   ("v", value_id)   a Value of the graph
+//   ("c", constant)   None, bool, int, float, str, dtype, device, layout, memory_format, Tensor
+//   ("l", [arg...])   a list of the above
+// Tensor metas arrive as (dtype, sizes, strides_or_None, device), sizes holding ints or symbol strings.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/Device.h>
+#include <torch/csrc/Dtype.h>
+#include <torch/csrc/Layout.h>
+#include <torch/csrc/MemoryFormat.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include "ir/graph.h"
+#include "ir/verifier.h"
+#include "passes/pass.h"
+#include "runtime/executor.h"
+
+namespace py = pybind11;
+using namespace fxcpp;
+
+namespace {
+
+c10::IValue to_ivalue(py::handle obj) {
+  PyObject* o = obj.ptr();
+  if (obj.is_none()) return {};
+  if (PyBool_Check(o)) return obj.cast<bool>();
+  if (PyLong_Check(o)) return obj.cast<int64_t>();
+  if (PyFloat_Check(o)) return obj.cast<double>();
+  if (PyUnicode_Check(o)) return obj.cast<std::string>();
+  if (THPVariable_Check(o)) return THPVariable_Unpack(o);
+  if (THPDtype_Check(o)) return static_cast<int64_t>(reinterpret_cast<THPDtype*>(o)->scalar_type);
+  if (THPDevice_Check(o)) return reinterpret_cast<THPDevice*>(o)->device;
+  if (THPLayout_Check(o)) return static_cast<int64_t>(reinterpret_cast<THPLayout*>(o)->layout);
+  if (THPMemoryFormat_Check(o)) return static_cast<int64_t>(reinterpret_cast<THPMemoryFormat*>(o)->memory_format);
+  if (py::hasattr(obj, "__index__") && !py::isinstance<py::float_>(obj)) return obj.attr("__index__")().cast<int64_t>();
+  throw py::type_error("fxcpp: cannot pass a value of type " + std::string(py::str(obj.get_type())) + " to the C++ core");
+}
+
+py::object to_python(const c10::IValue& v) {
+  if (v.isNone()) return py::none();
+  if (v.isTensor()) return py::reinterpret_steal<py::object>(THPVariable_Wrap(v.toTensor()));
+  if (v.isBool()) return py::bool_(v.toBool());
+  if (v.isInt()) return py::int_(v.toInt());
+  if (v.isDouble()) return py::float_(v.toDouble());
+  if (v.isString()) return py::str(v.toStringRef());
+  if (v.isDevice()) return py::reinterpret_steal<py::object>(THPDevice_New(v.toDevice()));
+  if (v.isList()) {
+    py::list out;
+    for (const auto& e : v.toListRef()) out.append(to_python(e));
+    return out;
+  }
+  if (v.isTuple()) {
+    py::list out;
+    for (const auto& e : v.toTupleRef().elements()) out.append(to_python(e));
+    return py::tuple(out);
+  }
+  throw py::type_error("fxcpp: cannot return a value of kind " + v.tagKind() + " to Python");
+}
+
+std::vector<c10::IValue> to_ivalues(const py::sequence& seq) {
+  std::vector<c10::IValue> out;
+  out.reserve(seq.size());
+  for (auto item : seq) out.push_back(to_ivalue(item));
+  return out;
+}
+
+py::list to_python_list(const std::vector<c10::IValue>& vals) {
+  py::list out;
+  for (const auto& v : vals) out.append(to_python(v));
+  return out;
+}
+
+Arg to_arg(Graph& g, py::handle h) {
+  auto t = h.cast<py::tuple>();
+  auto tag = t[0].cast<std::string>();
+  if (tag == "v") {
+    auto id = t[1].cast<size_t>();
+    if (id >= g.num_values()) throw py::value_error("fxcpp: unknown value id " + std::to_string(id));
+    return Arg::of(g.values()[id].get());
+  }
+  if (tag == "c") return Arg::constant_of(to_ivalue(t[1]));
+  if (tag == "l") {
+    std::vector<Arg> elems;
+    for (auto e : t[1].cast<py::sequence>()) elems.push_back(to_arg(g, e));
+    return Arg::list_of(std::move(elems));
+  }
+  throw py::value_error("fxcpp: unknown argument tag '" + tag + "'");
+}
+
+std::vector<Dim> to_dims(py::handle seq) {
+  std::vector<Dim> out;
+  for (auto d : seq.cast<py::sequence>()) {
+    if (py::isinstance<py::int_>(d)) out.push_back(Dim::of(d.cast<int64_t>()));
+    else out.push_back(Dim::symbol(py::str(d)));
+  }
+  return out;
+}
+
+std::optional<TensorMeta> to_meta(py::handle h) {
+  if (h.is_none()) return std::nullopt;
+  auto t = h.cast<py::tuple>();
+  TensorMeta m;
+  m.dtype = static_cast<c10::ScalarType>(to_ivalue(t[0]).toInt());
+  m.sizes = to_dims(t[1]);
+  if (!t[2].is_none()) m.strides = to_dims(t[2]);
+  m.device = to_ivalue(t[3]).toDevice();
+  return m;
+}
+
+ValueKind to_kind(const std::string& s) {
+  static const std::unordered_map<std::string, ValueKind> kinds = {
+      {"Tensor", ValueKind::Tensor}, {"int", ValueKind::Int},   {"float", ValueKind::Float},
+      {"bool", ValueKind::Bool},     {"Tensor[]", ValueKind::TensorList}, {"any", ValueKind::Any}};
+  auto it = kinds.find(s);
+  if (it == kinds.end()) throw py::value_error("fxcpp: unknown value kind '" + s + "'");
+  return it->second;
+}
+
+py::object meta_to_python(const std::optional<TensorMeta>& m) {
+  if (!m) return py::none();
+  py::list sizes;
+  for (const Dim& d : m->sizes) d.is_static() ? sizes.append(d.value) : sizes.append(d.sym);
+  return py::make_tuple(std::string(c10::toString(m->dtype)), sizes);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "fxcpp C++ core: graph IR, passes, executor";
+  static py::exception<NodeError> node_error(m, "FxcppNodeError", PyExc_RuntimeError);
+
+  py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph")
+      .def(py::init<>())
+      .def("add_input", [](Graph& g, const std::string& name, const std::string& kind, py::handle meta) {
+        return g.add_input(name, to_kind(kind), to_meta(meta))->id;
+      })
+      .def("add_constant", [](Graph& g, const std::string& name, py::handle value) {
+        return g.add_constant(name, to_ivalue(value), std::nullopt)->id;
+      })
+      .def("add_node", [](Graph& g, const std::string& name, const std::string& target, py::sequence args,
+                          py::dict kwargs, const std::string& fx_repr, py::sequence outputs) {
+        std::vector<Arg> a;
+        for (auto x : args) a.push_back(to_arg(g, x));
+        std::vector<std::pair<std::string, Arg>> kw;
+        for (auto [k, v] : kwargs) kw.emplace_back(k.cast<std::string>(), to_arg(g, v));
+        std::vector<std::pair<ValueKind, std::optional<TensorMeta>>> outs;
+        for (auto o : outputs) {
+          auto t = o.cast<py::tuple>();
+          outs.emplace_back(to_kind(t[0].cast<std::string>()), to_meta(t[1]));
+        }
+        std::vector<int> ids;
+        for (Value* v : g.add_node(name, target, std::move(a), kw, fx_repr, outs)->outputs) ids.push_back(v->id);
+        return ids;
+      })
+      .def("set_outputs", [](Graph& g, py::sequence outs) {
+        std::vector<Arg> a;
+        for (auto x : outs) a.push_back(to_arg(g, x));
+        g.set_outputs(std::move(a));
+      })
+      .def("verify", [](const Graph& g, bool require_meta) { verify_graph(g, require_meta); }, py::arg("require_meta") = false)
+      .def("node_names", [](const Graph& g) {
+        std::vector<std::string> out;
+        for (const Node* n : g.nodes()) out.push_back(n->name);
+        return out;
+      })
+      .def("node_targets", [](const Graph& g) {
+        std::vector<std::string> out;
+        for (const Node* n : g.nodes()) out.push_back(n->target);
+        return out;
+      })
+      .def("value_meta", [](const Graph& g, const std::string& name) {
+        for (const auto& v : g.values())
+          if (v->name == name) return meta_to_python(v->meta);
+        throw py::key_error(name);
+      })
+      .def("__str__", &Graph::str);
+
+  m.def("pass_names", [] {
+    std::vector<std::string> out;
+    for (const auto& p : pass_list()) out.push_back(p.name);
+    return out;
+  });
+  m.def("prim_names", &prim_names);
+  m.def("run_pass", [](Graph& g, const std::string& name, bool verify_each) {
+    PassContext ctx;
+    ctx.verify_each = verify_each;
+    return run_pass(name, g, ctx);
+  }, py::arg("graph"), py::arg("name"), py::arg("verify_each") = true);
+  // Returns [(pass, changed, graph text after it or "")].
+  m.def("run_pipeline", [](Graph& g, const std::vector<std::string>& disabled, bool verify_each, bool dump) {
+    PassContext ctx;
+    ctx.disabled = {disabled.begin(), disabled.end()};
+    ctx.verify_each = verify_each;
+    std::vector<std::tuple<std::string, bool, std::string>> out;
+    ctx.after_pass = [&](const std::string& p, bool changed, const Graph& gr) { out.emplace_back(p, changed, dump ? gr.str() : ""); };
+    run_pipeline(g, ctx);
+    return out;
+  }, py::arg("graph"), py::arg("disabled") = std::vector<std::string>{}, py::arg("verify_each") = true, py::arg("dump") = false);
+
+  py::class_<Executable, std::shared_ptr<Executable>>(m, "Executable")
+      .def(py::init([](std::shared_ptr<Graph> g) { return std::make_shared<Executable>(g); }))
+      .def("run", [](const Executable& e, py::sequence inputs) {
+        auto ins = to_ivalues(inputs);
+        std::vector<c10::IValue> outs;
+        {
+          py::gil_scoped_release no_gil;  // no Python on the hot path; other threads may run
+          outs = e.run(std::move(ins));
+        }
+        return to_python_list(outs);
+      })
+      .def("run_profiled", [](const Executable& e, py::sequence inputs) {
+        auto ins = to_ivalues(inputs);
+        std::vector<c10::IValue> outs;
+        std::vector<int64_t> times;
+        {
+          py::gil_scoped_release no_gil;
+          outs = e.run_profiled(std::move(ins), times);
+        }
+        return py::make_tuple(to_python_list(outs), times);
+      })
+      .def("run_debug", [](const Executable& e, py::sequence inputs) {
+        auto ins = to_ivalues(inputs);
+        std::unordered_map<std::string, c10::IValue> vals;
+        {
+          py::gil_scoped_release no_gil;
+          vals = e.run_debug(std::move(ins));
+        }
+        py::dict out;
+        for (const auto& [k, v] : vals) out[py::str(k)] = to_python(v);
+        return out;
+      })
+      // [(node name, target, kernel kind, output value names)]
+      .def("steps", [](const Executable& e) {
+        py::list out;
+        for (const auto& s : e.steps()) {
+          py::list names;
+          for (const Value* v : s.node->outputs) names.append(v->name);
+          out.append(py::make_tuple(s.node->name, s.node->target, s.kernel->kind(), names));
+        }
+        return out;
+      })
+      .def("graph_str", [](const Executable& e) { return e.graph().str(); })
+      .def("__str__", &Executable::str);
+}

@@ -1,0 +1,189 @@
+#include "runtime/executor.h"
+
+#include <c10/core/GradMode.h>
+
+#include <chrono>
+#include <sstream>
+
+namespace fxcpp {
+namespace {
+
+// The list element type a schema argument expects (SymInt runs as int: sizes are concrete at run time).
+c10::TypePtr list_elem_type(const c10::Argument* formal) {
+  if (!formal) return c10::AnyType::get();
+  c10::TypePtr t = formal->type();
+  if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
+  auto list = t->cast<c10::ListType>();
+  if (!list) return c10::AnyType::get();
+  c10::TypePtr e = list->getElementType();
+  if (e->kind() == c10::TypeKind::SymIntType) return c10::IntType::get();
+  if (auto opt = e->cast<c10::OptionalType>())
+    if (opt->getElementType()->kind() == c10::TypeKind::SymIntType) return c10::OptionalType::create(c10::IntType::get());
+  return e;
+}
+
+c10::IValue build_list(const std::vector<c10::IValue>& elems, const c10::TypePtr& type) {
+  c10::impl::GenericList list(type);
+  list.reserve(elems.size());
+  for (const auto& e : elems) list.push_back(e);
+  return c10::IValue(std::move(list));
+}
+
+ArgSlot make_slot(const Arg& a, const c10::Argument* formal) {
+  ArgSlot s;
+  switch (a.kind) {
+    case Arg::Kind::Value:
+      if (a.value->constant) {
+        s.kind = ArgSlot::Kind::Const;
+        s.constant = *a.value->constant;
+      } else {
+        s.kind = ArgSlot::Kind::Slot;
+        s.slot = a.value->id;
+      }
+      return s;
+    case Arg::Kind::Const:
+      s.constant = a.constant;
+      return s;
+    case Arg::Kind::List: {
+      s.kind = ArgSlot::Kind::List;
+      s.elem_type = list_elem_type(formal);
+      bool all_const = true;
+      for (const auto& e : a.elems) {
+        s.elems.push_back(make_slot(e, nullptr));
+        all_const &= s.elems.back().kind == ArgSlot::Kind::Const;
+      }
+      if (all_const) {  // fold a constant list once, at compile time
+        std::vector<c10::IValue> vals;
+        for (const auto& e : s.elems) vals.push_back(e.constant);
+        s.constant = build_list(vals, s.elem_type);
+        s.kind = ArgSlot::Kind::Const;
+        s.elems.clear();
+      }
+      return s;
+    }
+  }
+  return s;
+}
+
+c10::IValue materialize(const ArgSlot& a, const std::vector<c10::IValue>& frame) {
+  switch (a.kind) {
+    case ArgSlot::Kind::Slot: return frame[a.slot];
+    case ArgSlot::Kind::Const: return a.constant;
+    case ArgSlot::Kind::List: {
+      std::vector<c10::IValue> vals;
+      vals.reserve(a.elems.size());
+      for (const auto& e : a.elems) vals.push_back(materialize(e, frame));
+      return build_list(vals, a.elem_type);
+    }
+  }
+  return {};
+}
+
+void collect_slots(const ArgSlot& a, std::vector<int>& out) {
+  if (a.kind == ArgSlot::Kind::Slot) out.push_back(a.slot);
+  for (const auto& e : a.elems) collect_slots(e, out);
+}
+
+}  // namespace
+
+Executable::Executable(std::shared_ptr<const Graph> graph, const KernelRegistry& registry) : graph_(std::move(graph)) {
+  num_slots_ = graph_->num_values();
+  std::vector<int> last_use(num_slots_, -1);
+  for (const Node* n : graph_->nodes()) {
+    Step step;
+    step.node = n;
+    step.kernel = registry.select(*n);
+    for (size_t i = 0; i < n->args.size(); ++i) {
+      const c10::Argument* formal = n->is_aten() ? &n->schema().arguments()[i] : nullptr;
+      step.args.push_back(make_slot(n->args[i], formal));
+    }
+    for (const Value* v : n->outputs) step.outs.push_back(v->id);
+    std::vector<int> used;
+    for (const auto& a : step.args) collect_slots(a, used);
+    for (int s : used) last_use[s] = static_cast<int>(steps_.size());
+    max_args_ = std::max(max_args_, step.args.size());
+    steps_.push_back(std::move(step));
+  }
+  for (const auto& a : graph_->outputs()) outputs_.push_back(make_slot(a, nullptr));
+  std::vector<int> kept;
+  for (const auto& a : outputs_) collect_slots(a, kept);
+  for (int s : kept) last_use[s] = -1;  // graph outputs live to the end
+  // Outputs nobody reads are released right after their producer.
+  for (size_t i = 0; i < steps_.size(); ++i)
+    for (int s : steps_[i].outs)
+      if (last_use[s] == -1 && std::find(kept.begin(), kept.end(), s) == kept.end()) last_use[s] = static_cast<int>(i);
+  for (size_t s = 0; s < num_slots_; ++s)
+    if (last_use[s] >= 0) steps_[last_use[s]].release.push_back(static_cast<int>(s));
+}
+
+std::vector<c10::IValue> Executable::execute(std::vector<c10::IValue> inputs, std::vector<int64_t>* times, bool keep_all,
+                                             std::vector<c10::IValue>* frame_out) const {
+  const auto& ins = graph_->inputs();
+  if (inputs.size() != ins.size())
+    throw std::invalid_argument("compiled graph takes " + std::to_string(ins.size()) + " inputs, got " + std::to_string(inputs.size()));
+  // aot_autograd compiles graphs that are called without autograd recording.
+  c10::AutoGradMode no_grad(false);
+  std::vector<c10::IValue> frame(num_slots_);
+  for (size_t i = 0; i < ins.size(); ++i) frame[ins[i]->id] = std::move(inputs[i]);
+  Stack stack;
+  stack.reserve(max_args_);
+  if (times) times->assign(steps_.size(), 0);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& s = steps_[i];
+    stack.clear();
+    for (const auto& a : s.args) stack.push_back(materialize(a, frame));
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      s.kernel->run(stack);
+    } catch (const NodeError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw NodeError(*s.node, std::string("failed at run time: ") + e.what());
+    }
+    if (times) (*times)[i] = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    if (stack.size() != s.outs.size())
+      throw NodeError(*s.node, "kernel returned " + std::to_string(stack.size()) + " values, expected " + std::to_string(s.outs.size()));
+    for (size_t k = 0; k < s.outs.size(); ++k) frame[s.outs[k]] = std::move(stack[k]);
+    if (!keep_all)
+      for (int r : s.release) frame[r] = c10::IValue();
+  }
+  std::vector<c10::IValue> outs;
+  outs.reserve(outputs_.size());
+  for (const auto& a : outputs_) outs.push_back(materialize(a, frame));
+  if (frame_out) *frame_out = std::move(frame);
+  return outs;
+}
+
+std::vector<c10::IValue> Executable::run(std::vector<c10::IValue> inputs) const {
+  return execute(std::move(inputs), nullptr, false, nullptr);
+}
+
+std::vector<c10::IValue> Executable::run_profiled(std::vector<c10::IValue> inputs, std::vector<int64_t>& times) const {
+  return execute(std::move(inputs), &times, false, nullptr);
+}
+
+std::unordered_map<std::string, c10::IValue> Executable::run_debug(std::vector<c10::IValue> inputs) const {
+  std::vector<c10::IValue> frame;
+  execute(std::move(inputs), nullptr, true, &frame);
+  std::unordered_map<std::string, c10::IValue> out;
+  for (const auto& v : graph_->values())
+    if (!frame[v->id].isNone()) out[v->name] = frame[v->id];
+  return out;
+}
+
+std::string Executable::str() const {
+  std::ostringstream os;
+  os << "plan: " << steps_.size() << " steps, " << num_slots_ << " slots\n";
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& s = steps_[i];
+    os << "  [" << i << "] " << s.kernel->kind() << "  " << s.node->name << " = " << s.node->target;
+    if (!s.release.empty()) {
+      os << "  release:";
+      for (int r : s.release) os << " %" << graph_->values()[r]->name;
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace fxcpp

@@ -1,0 +1,50 @@
+// The kernel interface and the registry that binds each node to one kernel.
+// A kernel is created once per plan step at compile time; run() is const and
+// must be safe to call from many threads at once.
+#pragma once
+#include <ATen/core/ivalue.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace fxcpp {
+
+using Stack = std::vector<c10::IValue>;
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // The stack holds the node's args in schema order; run() replaces them with its outputs.
+  virtual void run(Stack& stack) const = 0;
+  // One of "aten", "onednn", "cpu_fused", "cuda" (the Report's kernel names), or "prim".
+  virtual const char* kind() const = 0;
+};
+
+// Returns a kernel for the node, or nullptr when it does not take this node.
+using KernelFactory = std::function<std::unique_ptr<Kernel>(const Node&)>;
+
+class KernelRegistry {
+ public:
+  // Factories for one op name ("aten::convolution"), tried newest first, before the fallbacks.
+  void add(const std::string& op_name, KernelFactory f) { by_op_[op_name].push_back(std::move(f)); }
+  // The kernel for a node: a registered specialized kernel, else a boxed ATen call
+  // (ATen nodes), else a prim kernel. Throws NodeError when nothing can run it.
+  std::unique_ptr<Kernel> select(const Node& n) const;
+
+ private:
+  std::unordered_map<std::string, std::vector<KernelFactory>> by_op_;
+};
+
+KernelRegistry& kernel_registry();
+
+// The fallbacks, one file each.
+std::unique_ptr<Kernel> make_aten_kernel(const Node& n);
+std::unique_ptr<Kernel> make_prim_kernel(const Node& n);  // nullptr for an unknown prim
+std::vector<std::string> prim_names();                    // the prims the core runs
+
+}  // namespace fxcpp

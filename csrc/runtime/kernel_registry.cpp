@@ -1,0 +1,22 @@
+#include "runtime/kernel.h"
+
+namespace fxcpp {
+
+KernelRegistry& kernel_registry() {
+  // Specialized kernels (oneDNN, fused CPU, CUDA) register here as they arrive.
+  static KernelRegistry registry;
+  return registry;
+}
+
+std::unique_ptr<Kernel> KernelRegistry::select(const Node& n) const {
+  std::string op = n.is_aten() ? n.schema().name() : n.target;
+  auto it = by_op_.find(op);
+  if (it != by_op_.end())
+    for (auto f = it->second.rbegin(); f != it->second.rend(); ++f)
+      if (auto k = (*f)(n)) return k;
+  if (n.is_aten()) return make_aten_kernel(n);
+  if (auto k = make_prim_kernel(n)) return k;
+  throw NodeError(n, "no kernel can run this node");
+}
+
+}  // namespace fxcpp
