@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import operator
 from collections import Counter
 from dataclasses import dataclass
 
 import torch
 import torch.fx as fx
 
+from . import lowering
 from .compiled import CompiledAtenGraph, CppPartition
 from .options import Options
 
@@ -37,20 +39,27 @@ def _shape_dtype(node: fx.Node | None) -> tuple[str, str]:
     return ("" if val is None else type(val).__name__), ""
 
 
+def op_name(target) -> str:
+    if isinstance(target, torch._ops.OpOverload):
+        return lowering.op_target(target)
+    return f"{getattr(target, '__module__', '') or ''}.{getattr(target, '__name__', str(target))}".lstrip(".")
+
+
 def _cpp_rows(tag: str, gm: fx.GraphModule, part: CppPartition, label: str) -> list[NodeRow]:
-    nodes = {n.name: n for n in gm.graph.nodes}
-    rows, ran = [], set()
+    """One row per call_function node of the partition, in graph order."""
+    step_of = {name: (i, kind) for i, (name, _, kind, _) in enumerate(part.steps)}
     times = part.last_times
-    for i, (name, target, kind, _) in enumerate(part.steps):
-        ran.add(name)
-        shape, dtype = _shape_dtype(nodes.get(name))
-        t = times[i] / 1e3 if times is not None and i < len(times) else None
-        rows.append(NodeRow(tag, name, target, label, "", kind, shape, dtype, t))
-    for n in gm.graph.nodes:  # nodes a pass removed, and getitems folded into value references
-        if n.op == "call_function" and n.name not in ran:
-            shape, dtype = _shape_dtype(n)
-            kernel = "prim" if n.target.__name__ == "getitem" else "removed"
-            rows.append(NodeRow(tag, n.name, str(n.target), label, "", kernel, shape, dtype, None))
+    rows = []
+    for n in gm.graph.nodes:
+        if n.op != "call_function":
+            continue
+        shape, dtype = _shape_dtype(n)
+        if n.name in step_of:
+            i, kind = step_of[n.name]
+            t = times[i] / 1e3 if times is not None and i < len(times) else None
+        else:  # getitem on a tuple output is a value reference in C++; other absent nodes a pass removed
+            kind, t = ("prim" if n.target is operator.getitem else "removed"), None
+        rows.append(NodeRow(tag, n.name, op_name(n.target), label, "", kind, shape, dtype, t))
     return rows
 
 
@@ -60,7 +69,7 @@ def _interp_rows(tag: str, gm: fx.GraphModule, times: dict | None, label="interp
         if n.op == "call_function":
             shape, dtype = _shape_dtype(n)
             t = times.get(n.name) / 1e3 if times and n.name in times else None
-            rows.append(NodeRow(tag, n.name, str(n.target), label, "", "interpreter", shape, dtype, t))
+            rows.append(NodeRow(tag, n.name, op_name(n.target), label, "", "interpreter", shape, dtype, t))
     return rows
 
 
@@ -76,7 +85,7 @@ def rows_of(g: CompiledAtenGraph) -> list[NodeRow]:
             rows += _cpp_rows(tag, g.parent.get_submodule(n.target), g.partitions[n.target], label)
         elif n.op == "call_module":  # a partition that fell back to the Interpreter
             rows += _interp_rows(tag, g.parent.get_submodule(n.target), None)
-        elif n.op == "call_function" and not (n.target.__name__ == "getitem" and n.args[0].op == "call_module"):
+        elif n.op == "call_function" and not (n.target is operator.getitem and n.args[0].op == "call_module"):
             rows += _interp_rows(tag, _single_node_gm(n), times)
     return rows
 

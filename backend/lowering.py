@@ -138,8 +138,11 @@ def _return_kind(ret) -> str:
     return {"int": "int", "SymInt": "int", "float": "float", "bool": "bool"}.get(t, "any")
 
 
-def lower_graph(gm: fx.GraphModule) -> tuple[_C.Graph, dict]:
-    """Build the C++ graph of `gm`. Returns (graph, env) where env maps FX nodes to value ids."""
+def lower_graph(gm: fx.GraphModule, keep_meta: bool = True) -> tuple[_C.Graph, dict]:
+    """Build the C++ graph of `gm`. Returns (graph, env) where env maps FX nodes to value ids.
+
+    keep_meta=False drops the traced metas of computed values (inputs keep theirs),
+    so tests can check that shape propagation alone recomputes them."""
     g = _C.Graph()
     env: dict = {}
     for node in gm.graph.nodes:
@@ -150,7 +153,7 @@ def lower_graph(gm: fx.GraphModule) -> tuple[_C.Graph, dict]:
             elif node.op == "get_attr":
                 env[node] = g.add_constant(node.name, _fetch_attr(gm, node.target))
             elif node.op == "call_function":
-                env[node] = _lower_call(g, node, env)
+                env[node] = _lower_call(g, node, env, keep_meta)
             elif node.op == "output":
                 outs = node.args[0]
                 outs = outs if isinstance(outs, (list, tuple)) else (outs,)
@@ -164,7 +167,7 @@ def lower_graph(gm: fx.GraphModule) -> tuple[_C.Graph, dict]:
     return g, env
 
 
-def _lower_call(g, node: fx.Node, env: dict):
+def _lower_call(g, node: fx.Node, env: dict, keep_meta: bool = True):
     t = node.target
     repr_ = node.format_node()
     if t is operator.getitem and isinstance(env.get(node.args[0]), list):
@@ -176,7 +179,7 @@ def _lower_call(g, node: fx.Node, env: dict):
     if not isinstance(t, torch._ops.OpOverload):
         raise LoweringError(f"target {t} is not a dispatcher op")
     rets = t._schema.returns
-    val = node.meta.get("val")
+    val = node.meta.get("val") if keep_meta else None
     vals = list(val) if len(rets) > 1 and isinstance(val, (list, tuple)) else [val] * len(rets)
     outs = [(_return_kind(r), _meta_of(v) if _return_kind(r) == "Tensor" else None) for r, v in zip(rets, vals)]
     ids = g.add_node(node.name, op_target(t), [lower_arg(a, env) for a in node.args],

@@ -174,6 +174,11 @@ bool shape_propagation_pass(Graph& g, const PassContext&) {
     if (!n->is_aten()) continue;
     auto it = rules.find(n->schema().name());
     if (it == rules.end()) continue;
+    // A rule needs every tensor input's meta; one from an op without a rule leaves this node open too.
+    bool inputs_known = true;
+    for (const auto& a : n->args)
+      for_each_value(a, [&](Value* v) { inputs_known &= v->kind != ValueKind::Tensor || v->meta.has_value(); });
+    if (!inputs_known) continue;
     Metas computed = it->second(ShapeCtx{*n});
     for (size_t i = 0; i < computed.size() && i < n->outputs.size(); ++i) {
       if (!computed[i]) continue;

@@ -37,7 +37,7 @@ c10::IValue to_ivalue(py::handle obj) {
   if (THPLayout_Check(o)) return static_cast<int64_t>(reinterpret_cast<THPLayout*>(o)->layout);
   if (THPMemoryFormat_Check(o)) return static_cast<int64_t>(reinterpret_cast<THPMemoryFormat*>(o)->memory_format);
   if (py::hasattr(obj, "__index__") && !py::isinstance<py::float_>(obj)) return obj.attr("__index__")().cast<int64_t>();
-  throw py::type_error("fxcpp: cannot pass a value of type " + std::string(py::str(obj.get_type())) + " to the C++ core");
+  throw py::type_error(std::string("fxcpp: cannot pass a value of type ") + Py_TYPE(o)->tp_name + " to the C++ core");
 }
 
 py::object to_python(const c10::IValue& v) {
@@ -131,7 +131,7 @@ py::object meta_to_python(const std::optional<TensorMeta>& m) {
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "fxcpp C++ core: graph IR, passes, executor";
-  static py::exception<NodeError> node_error(m, "FxcppNodeError", PyExc_RuntimeError);
+  py::register_exception<NodeError>(m, "FxcppNodeError", PyExc_RuntimeError);
 
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph")
       .def(py::init<>())

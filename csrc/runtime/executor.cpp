@@ -1,5 +1,7 @@
 #include "runtime/executor.h"
 
+#include "runtime/wrap_number.h"
+
 #include <c10/core/GradMode.h>
 
 #include <chrono>
@@ -22,6 +24,8 @@ c10::TypePtr list_elem_type(const c10::Argument* formal) {
   return e;
 }
 
+ArgSlot make_slot_untyped(const Arg& a, const c10::Argument* formal);
+
 c10::IValue build_list(const std::vector<c10::IValue>& elems, const c10::TypePtr& type) {
   c10::impl::GenericList list(type);
   list.reserve(elems.size());
@@ -29,7 +33,23 @@ c10::IValue build_list(const std::vector<c10::IValue>& elems, const c10::TypePtr
   return c10::IValue(std::move(list));
 }
 
+bool expects_tensor(const c10::Argument* formal) {
+  if (!formal) return false;
+  c10::TypePtr t = formal->type();
+  if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
+  return t->kind() == c10::TypeKind::TensorType;
+}
+
 ArgSlot make_slot(const Arg& a, const c10::Argument* formal) {
+  ArgSlot s = make_slot_untyped(a, formal);
+  if (expects_tensor(formal)) {
+    if (s.kind == ArgSlot::Kind::Const) s.constant = wrap_number(s.constant);  // once, at compile time
+    else s.wrap_number = true;
+  }
+  return s;
+}
+
+ArgSlot make_slot_untyped(const Arg& a, const c10::Argument* formal) {
   ArgSlot s;
   switch (a.kind) {
     case Arg::Kind::Value:
@@ -67,7 +87,7 @@ ArgSlot make_slot(const Arg& a, const c10::Argument* formal) {
 
 c10::IValue materialize(const ArgSlot& a, const std::vector<c10::IValue>& frame) {
   switch (a.kind) {
-    case ArgSlot::Kind::Slot: return frame[a.slot];
+    case ArgSlot::Kind::Slot: return a.wrap_number ? wrap_number(frame[a.slot]) : frame[a.slot];
     case ArgSlot::Kind::Const: return a.constant;
     case ArgSlot::Kind::List: {
       std::vector<c10::IValue> vals;

@@ -20,6 +20,7 @@ struct ArgSlot {
   c10::IValue constant;
   std::vector<ArgSlot> elems;
   c10::TypePtr elem_type;  // List: the element type the schema expects
+  bool wrap_number = false;  // a number passed where the schema expects a Tensor
 };
 
 struct Step {

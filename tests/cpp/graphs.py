@@ -1,0 +1,31 @@
+"""Helpers for the C++ core tests: ATen graphs from Python functions, lowered to fxcpp._C."""
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from fxcpp import _C, lowering
+
+F32 = torch.float32
+CPU = torch.device("cpu")
+
+
+def aten_graph(fn, *inputs):
+    """The ATen-level FX graph of fn (FakeTensor metas in node.meta['val'])."""
+    return make_fx(fn, tracing_mode="fake")(*inputs)
+
+
+def lowered(fn, *inputs, keep_meta=True):
+    gm = aten_graph(fn, *inputs)
+    g, _ = lowering.lower_graph(gm, keep_meta=keep_meta)
+    return gm, g
+
+
+def run(g, *inputs):
+    return _C.Executable(g).run(list(inputs))
+
+
+def meta(shape, dtype=F32):
+    return (dtype, list(shape), None, CPU)
+
+
+def targets(g):
+    return _C.Graph.node_targets(g)

@@ -1,0 +1,269 @@
+"""OpInfo operator sweep: every op of PyTorch's OpInfo database with float32 CPU samples,
+compiled with torch.compile(backend="fxcpp"), must match eager -- or raise where eager raises.
+
+Default (`make test`): the first float32 sample of each op, one test per op.
+FXCPP_OPINFO_FULL=1 (`make test-opinfo-full`): every float32 sample of each op.
+
+Random ops (values depend on the RNG stream) and empty-like ops (uninitialized memory)
+are compared on the structure, shapes and dtypes of their outputs only.
+
+Ops that fail for a known reason are listed in opinfo_known_failures.py and run as
+non-strict xfails. The last test, test_zz_report, prints the sweep's counts.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import warnings
+from collections import Counter
+
+import pytest
+import torch
+from torch._dynamo.utils import clone_input
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.utils import _pytree as pytree
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # helpers, known failures (any import mode)
+
+import fxcpp  # noqa: E402,F401  (registers nothing itself; the backend comes through its entry point)
+from fxcpp.explain import Report, recording  # noqa: E402
+from helpers import assert_same  # noqa: E402
+from opinfo_known_failures import KNOWN_FAILURES  # noqa: E402
+
+FULL = os.environ.get("FXCPP_OPINFO_FULL", "") not in ("", "0")
+
+OPS = [op for op in op_db if torch.float32 in op.supported_dtypes("cpu")]
+
+
+def op_id(op) -> str:
+    return f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+
+
+# Ops whose values come from the RNG: compare structure, shapes and dtypes only. Any op whose
+# ATen graph holds a node tagged nondeterministic_seeded is treated the same way at run time.
+_RANDOM_NAMES = {"normal", "bernoulli", "multinomial", "uniform", "cauchy", "exponential", "geometric",
+                 "log_normal", "poisson"}
+_DETERMINISTIC = {"native_dropout_backward"}  # "dropout" in the name, but a pure function of its inputs
+
+
+def is_random_name(name: str) -> bool:
+    last = name.split(".")[-1]
+    if name in _DETERMINISTIC:
+        return False
+    return name in _RANDOM_NAMES or last.startswith("rand") or "dropout" in last
+
+
+def is_empty_like(name: str) -> bool:
+    """empty, empty_like, new_empty, new_empty_strided, empty_strided, empty_permuted: uninitialized memory."""
+    return "empty" in name.split(".")[-1]
+
+
+def _seeded_random_graph(graphs) -> bool:
+    for g in graphs:
+        for n in g.gm.graph.nodes:
+            t = n.target
+            if isinstance(t, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in t.tags:
+                return True
+    return False
+
+
+# --- results, shared with test_zz_report -------------------------------------------------------
+# per op id: {"status": passed|failed|skipped, "samples": n, "passed": n, "values": n, "cpp": n,
+#             "interp": n, "nograph": n, "eager_raised": n, "random": n, "secs": s}
+RESULTS: dict[str, dict] = {}
+
+
+def _clone(tree):
+    return pytree.tree_map(lambda x: clone_input(x) if isinstance(x, torch.Tensor) else x, tree)
+
+
+def _dense(tree):
+    """Sparse tensors compared as dense (allclose takes strided tensors only)."""
+    return pytree.tree_map(lambda x: x.to_dense() if isinstance(x, torch.Tensor) and x.layout != torch.strided
+                           else x, tree)
+
+
+def _structure(tree):
+    """The outputs' structure with each tensor replaced by (shape, dtype)."""
+    return pytree.tree_map(lambda x: ("Tensor", tuple(x.shape), x.dtype) if isinstance(x, torch.Tensor) else x,
+                           tree)
+
+
+def _tensor_structure(tree):
+    leaves, spec = pytree.tree_flatten(tree)
+    return spec, [(tuple(x.shape), x.dtype) if isinstance(x, torch.Tensor) else type(x).__name__ for x in leaves]
+
+
+def _short(e: BaseException, limit: int = 600) -> str:
+    msg = f"{type(e).__name__}: {e}"
+    msg = msg.split("\nException raised from")[0]  # drop the C++ backtrace
+    return msg if len(msg) <= limit else msg[:limit] + " ..."
+
+
+def make_fn(f, sample):
+    """fn(*tensors) calling f(sample.input, *sample.args, **sample.kwargs), the tensor leaves
+    passed as arguments so that Dynamo sees them as graph inputs, not constants."""
+    leaves, spec = pytree.tree_flatten((sample.input, sample.args, sample.kwargs))
+    where = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor)]
+    tensors = [leaves[i] for i in where]
+
+    def fn(*ts):
+        vals = list(leaves)
+        for i, t in zip(where, ts):
+            vals[i] = t
+        inp, args, kwargs = pytree.tree_unflatten(vals, spec)
+        return f(inp, *args, **kwargs)
+
+    return fn, tensors
+
+
+def check_sample(op, sample, stats) -> None:
+    """Run one sample eagerly and compiled; raise AssertionError on a mismatch."""
+    fn, tensors = make_fn(op.op, sample)
+    torch._dynamo.reset()  # a fresh cache per sample: no recompile limit, no eager fallback
+    compiled = torch.compile(fn, backend="fxcpp", fullgraph=False, dynamic=False)
+    eager_in, comp_in = _clone(tensors), _clone(tensors)
+    graphs: list = []
+    with torch.no_grad():
+        torch.manual_seed(0)
+        try:
+            ref, ref_err = fn(*eager_in), None
+        except Exception as e:  # noqa: BLE001 - the compiled call must then raise too
+            ref, ref_err = None, e
+        torch.manual_seed(0)
+        with warnings.catch_warnings(record=True) as caught, recording(graphs):
+            warnings.simplefilter("always")
+            try:
+                res, res_err = compiled(*comp_in), None
+            except Exception as e:  # noqa: BLE001
+                res, res_err = None, e
+    stats["samples"] += 1
+    if ref_err is not None:
+        assert res_err is not None, (f"eager raises ({_short(ref_err)}) but the compiled call returned "
+                                     f"{_structure(res)}")
+        stats["eager_raised"] += 1
+        stats["passed"] += 1
+        return
+    if res_err is not None:
+        raise AssertionError(f"compiled call raised, eager did not: {_short(res_err)}") from res_err
+
+    assert _tensor_structure(res) == _tensor_structure(ref), (
+        f"output structure differs from eager:\nref={_structure(ref)}\nres={_structure(res)}")
+    assert _tensor_structure(comp_in) == _tensor_structure(eager_in), "input shapes/dtypes changed differently"
+    random = is_random_name(op.name) or _seeded_random_graph(graphs)
+    if random or is_empty_like(op.name):
+        stats["random"] += 1
+    else:
+        assert_same(_dense(ref), _dense(res))
+        assert_same(_dense(eager_in), _dense(comp_in))  # mutated inputs (inplace variants, out= arguments)
+        stats["values"] += 1
+    stats["passed"] += 1
+
+    fell_back = any(str(w.message).startswith("fxcpp:") for w in caught)  # whole-graph fallbacks not recorded
+    if not graphs:
+        stats["nograph"] += 1
+    elif fell_back or _interpreter_nodes(graphs, stats) > 0:
+        stats["interp"] += 1
+    else:
+        stats["cpp"] += 1
+
+
+def _interpreter_nodes(graphs, stats) -> int:
+    """Report(graphs).kernel_counts["interpreter"]; should Report itself fail, count a graph that is
+    not one whole C++ partition as having Interpreter nodes (and count the failure for the report)."""
+    try:
+        return Report(graphs).kernel_counts["interpreter"]
+    except Exception:  # noqa: BLE001 - a bug of the report, not of the op: counted, printed at the end
+        stats["report_error"] += 1
+        return sum(1 for g in graphs if g.single is None)
+
+
+def _params():
+    params = []
+    for op in OPS:
+        oid = op_id(op)
+        marks = []
+        if oid in KNOWN_FAILURES:
+            marks.append(pytest.mark.xfail(strict=False, reason=KNOWN_FAILURES[oid]))
+        params.append(pytest.param(op, id=oid, marks=marks))
+    return params
+
+
+def test_known_failures_are_ops():
+    """Every KNOWN_FAILURES key names an op of the sweep, and has a reason."""
+    ids = {op_id(op) for op in OPS}
+    stale = sorted(k for k in KNOWN_FAILURES if k not in ids)
+    assert not stale, f"KNOWN_FAILURES entries that are not float32 CPU OpInfo ops: {stale}"
+    assert all(isinstance(v, str) and len(v) > 10 for v in KNOWN_FAILURES.values())
+
+
+@pytest.mark.parametrize("op", _params())
+def test_opinfo(op):
+    oid = op_id(op)
+    stats = Counter(samples=0, passed=0, values=0, cpp=0, interp=0, nograph=0, eager_raised=0, random=0,
+                    report_error=0)
+    entry = RESULTS[oid] = {"status": "failed", **stats}
+    t0 = time.perf_counter()
+    try:
+        samples = op.sample_inputs("cpu", torch.float32, requires_grad=False)
+        failures = []
+        for i, sample in enumerate(samples):
+            try:
+                check_sample(op, sample, stats)
+            except AssertionError as e:
+                failures.append(f"sample {i}: {sample.summary()}\n  {e}")
+                if not FULL or len(failures) >= 3:
+                    break
+            if not FULL:
+                break
+        entry.update(stats)
+        if stats["samples"] == 0:
+            entry["status"] = "skipped"
+            pytest.skip("no float32 CPU samples")
+        if failures:
+            raise AssertionError(f"{oid}: {len(failures)} failing sample(s)\n" + "\n".join(failures))
+        entry["status"] = "passed"
+    finally:
+        entry["secs"] = time.perf_counter() - t0
+        entry["xfail"] = oid in KNOWN_FAILURES
+        entry["error"] = _short(sys.exc_info()[1], 300) if sys.exc_info()[1] is not None else ""
+
+
+def test_zz_report(capsys):
+    """Runs last: print the sweep's counts and check they add up."""
+    if not RESULTS:
+        pytest.skip("no OpInfo test ran")
+    status = Counter(r["status"] for r in RESULTS.values())
+    tot = Counter()
+    for r in RESULTS.values():
+        for k in ("samples", "passed", "values", "cpp", "interp", "nograph", "eager_raised", "random",
+                  "report_error"):
+            tot[k] += r.get(k, 0)
+    xfailed = sum(1 for r in RESULTS.values() if r["status"] == "failed" and r["xfail"])
+    xpassed = sum(1 for r in RESULTS.values() if r["status"] == "passed" and r["xfail"])
+    slow = sorted(RESULTS.items(), key=lambda kv: -kv[1].get("secs", 0))[:5]
+    lines = [
+        "",
+        f"fxcpp OpInfo sweep ({'all samples' if FULL else 'first sample'} of each op):",
+        f"  ops swept: {len(RESULTS)}  passed: {status['passed']}  failed: {status['failed']} "
+        f"(known failures: {xfailed})  xpassed: {xpassed}  skipped (no samples): {status['skipped']}",
+        f"  samples run: {tot['samples']}  passed: {tot['passed']}  "
+        f"(values compared: {tot['values']}, shape/dtype only: {tot['random']}, eager raised too: {tot['eager_raised']})",
+        f"  of the passing samples that ran: fully in C++: {tot['cpp']}  with Interpreter nodes: {tot['interp']}  "
+        f"no graph compiled: {tot['nograph']}"
+        + (f"  (fxcpp.Report raised on {tot['report_error']} of them)" if tot["report_error"] else ""),
+        "  slowest ops: " + ", ".join(f"{k} {v.get('secs', 0):.1f}s" for k, v in slow),
+    ]
+    with capsys.disabled():
+        print("\n".join(lines))
+    if os.environ.get("FXCPP_OPINFO_JSON"):  # per-op results, for triage
+        with open(os.environ["FXCPP_OPINFO_JSON"], "w") as f:
+            json.dump(RESULTS, f, indent=1, sort_keys=True)
+    assert tot["passed"] <= tot["samples"]
+    assert tot["values"] + tot["random"] + tot["eager_raised"] == tot["passed"]
+    assert tot["cpp"] + tot["interp"] + tot["nograph"] + tot["eager_raised"] == tot["passed"]
+    assert status["passed"] + status["failed"] + status["skipped"] == len(RESULTS)
+    unexpected = sorted(k for k, r in RESULTS.items() if r["status"] == "failed" and not r["xfail"])
+    assert not unexpected or len(unexpected) == status["failed"] - xfailed
