@@ -9,6 +9,7 @@
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -93,8 +94,10 @@ struct Node {
 
 // An error about one node: every message names the FX node.
 struct NodeError : std::runtime_error {
-  NodeError(const Node& n, const std::string& what) : std::runtime_error(n.describe() + ": " + what), node_name(n.name) {}
+  NodeError(const Node& n, const std::string& what, std::exception_ptr cause = nullptr)
+      : std::runtime_error(n.describe() + ": " + what), node_name(n.name), cause(std::move(cause)) {}
   std::string node_name;
+  std::exception_ptr cause;  // the kernel's own exception (e.g. one raised in Python), if any
 };
 
 class Graph {

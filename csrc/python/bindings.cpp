@@ -131,7 +131,31 @@ py::object meta_to_python(const std::optional<TensorMeta>& m) {
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "fxcpp C++ core: graph IR, passes, executor";
-  py::register_exception<NodeError>(m, "FxcppNodeError", PyExc_RuntimeError);
+  // NodeError → fxcpp._C.FxcppNodeError; an exception raised in Python inside a kernel
+  // becomes its __cause__, and its text joins the message.
+  static py::exception<NodeError> node_error(m, "FxcppNodeError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const NodeError& e) {
+      std::string msg = e.what();
+      py::object cause;
+      if (e.cause) {
+        try {
+          std::rethrow_exception(e.cause);
+        } catch (python_error& pe) {
+          pe.restore();
+          py::error_already_set err;  // fetches and clears the restored Python error
+          cause = err.value();
+          msg += std::string(err.type().attr("__name__").cast<std::string>()) + ": " + py::str(cause).cast<std::string>();
+        } catch (...) {
+        }
+      }
+      py::object inst = py::reinterpret_borrow<py::object>(node_error.ptr())(msg);
+      if (cause) PyException_SetCause(inst.ptr(), cause.release().ptr());
+      PyErr_SetObject(node_error.ptr(), inst.ptr());
+    }
+  });
 
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph")
       .def(py::init<>())

@@ -157,8 +157,12 @@ std::vector<c10::IValue> Executable::execute(std::vector<c10::IValue> inputs, st
       s.kernel->run(stack);
     } catch (const NodeError&) {
       throw;
+    } catch (const c10::Error& e) {
+      std::string msg = e.what_without_backtrace();
+      throw NodeError(*s.node, "failed at run time: " + msg, std::current_exception());
     } catch (const std::exception& e) {
-      throw NodeError(*s.node, std::string("failed at run time: ") + e.what());
+      // A Python kernel's exception has no text until Python formats it: the bindings add it from `cause`.
+      throw NodeError(*s.node, std::string("failed at run time: ") + e.what(), std::current_exception());
     }
     if (times) (*times)[i] = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
     if (stack.size() != s.outs.size())

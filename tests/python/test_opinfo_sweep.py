@@ -18,10 +18,12 @@ import sys
 import time
 import warnings
 from collections import Counter
+from unittest import mock
 
 import pytest
 import torch
 from torch._dynamo.utils import clone_input
+from torch.testing._internal import common_methods_invocations as _cmi
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.utils import _pytree as pytree
 
@@ -102,6 +104,10 @@ def _short(e: BaseException, limit: int = 600) -> str:
     return msg if len(msg) <= limit else msg[:limit] + " ..."
 
 
+def _call_unseeded(f, *args, **kwargs):
+    return f(*args, **kwargs)
+
+
 def make_fn(f, sample):
     """fn(*tensors) calling f(sample.input, *sample.args, **sample.kwargs), the tensor leaves
     passed as arguments so that Dynamo sees them as graph inputs, not constants."""
@@ -126,7 +132,10 @@ def check_sample(op, sample, stats) -> None:
     compiled = torch.compile(fn, backend="fxcpp", fullgraph=False, dynamic=False)
     eager_in, comp_in = _clone(tensors), _clone(tensors)
     graphs: list = []
-    with torch.no_grad():
+    # OpInfo wraps random ops in wrapper_set_seed (freeze_rng_state + manual_seed), which Dynamo
+    # cannot trace: no graph would be compiled. Both runs call the op directly instead, after
+    # seeding here.
+    with torch.no_grad(), mock.patch.object(_cmi, "wrapper_set_seed", _call_unseeded):
         torch.manual_seed(0)
         try:
             ref, ref_err = fn(*eager_in), None
