@@ -3,6 +3,9 @@
     compiled = torch.compile(model, backend="fxcpp")   # registered through an entry point
     report = fxcpp.explain(model, x)                    # which kernel ran each FX node
 """
+import logging as _logging
+import os as _os
+
 import torch  # noqa: F401  (loads libtorch before our extension)
 
 from . import _C  # noqa: F401
@@ -15,3 +18,19 @@ from .verify import FxcppVerifyError
 FxcppNodeError = _C.FxcppNodeError
 
 __all__ = ["backend", "compile", "explain", "Options", "Report", "FxcppCompileError", "FxcppVerifyError", "FxcppNodeError"]
+
+
+def _configure_logging():
+    """FXCPP_LOG=debug|info|warning turns the "fxcpp" logger up (it writes to stderr)."""
+    level = _os.environ.get("FXCPP_LOG")
+    if not level:
+        return
+    logger = _logging.getLogger("fxcpp")
+    logger.setLevel(level.upper())
+    if not logger.handlers:
+        handler = _logging.StreamHandler()
+        handler.setFormatter(_logging.Formatter("[fxcpp %(levelname)s] %(message)s"))
+        logger.addHandler(handler)
+
+
+_configure_logging()

@@ -48,6 +48,7 @@ class CppPartition(torch.nn.Module):
         super().__init__()
         self.label = label
         self.opts = opts
+        self.fx = gm  # the ATen partition it was built from (explain, verify)
         out = gm.graph.output_node().args[0]
         self.single_output = not isinstance(out, (tuple, list))
         cgraph, self.env = lowering.lower_graph(gm)
@@ -59,6 +60,7 @@ class CppPartition(torch.nn.Module):
         dump(opts, dump_subdir, f"{label}_plan.txt", str(self.exe))
         self.steps = self.exe.steps()
         self.last_times = None  # ns per step of the last profiled call
+        log.debug("fxcpp: %s: passes %s; %d steps", label, self.passes, len(self.steps))
 
     def run_list(self, args) -> list:
         if self.opts.profile:
@@ -108,6 +110,7 @@ class CompiledAtenGraph:
         self.partitions: dict[str, CppPartition] = {}
         self.interp_times: dict | None = None
         dump(opts, dump_subdir, f"{kind}_aten.py", gm.code)
+        t0 = time.perf_counter()
         if partition.all_supported(gm):
             try:
                 self.single = CppPartition(gm, opts, f"{kind}_cpp0", dump_subdir)
@@ -116,6 +119,8 @@ class CompiledAtenGraph:
                 self.parent = gm
         else:
             self._build_split(dump_subdir)
+        log.debug("fxcpp: compiled the %s graph (%d nodes) in %.1f ms", kind, len(gm.graph.nodes),
+                  (time.perf_counter() - t0) * 1e3)
         with CompiledAtenGraph._lock:
             for r in CompiledAtenGraph.recorders:
                 r.append(self)

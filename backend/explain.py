@@ -82,7 +82,7 @@ def rows_of(g: CompiledAtenGraph) -> list[NodeRow]:
     for n in g.parent.graph.nodes:
         if n.op == "call_module" and n.target in g.partitions:
             label = n.target.replace("fxcpp_", "")
-            rows += _cpp_rows(tag, g.parent.get_submodule(n.target), g.partitions[n.target], label)
+            rows += _cpp_rows(tag, g.partitions[n.target].fx, g.partitions[n.target], label)
         elif n.op == "call_module":  # a partition that fell back to the Interpreter
             rows += _interp_rows(tag, g.parent.get_submodule(n.target), None)
         elif n.op == "call_function" and not (n.target is operator.getitem and n.args[0].op == "call_module"):

@@ -48,6 +48,13 @@ def _setup_context(ctx, inputs, output):
 mysin.register_autograd(_backward, setup_context=_setup_context)
 
 
+BOXED_BW_BUG = pytest.mark.xfail(
+    reason="FXCPP BUG: TypeError: CompiledAtenGraph.__call__() takes 2 positional arguments but N were given "
+    "(backward graph called unboxed; _boxed_call is a class attribute, lost by dynamo.disable's functools.wraps)",
+    strict=True,
+)
+
+
 def compile_and_report(gm, inputs, options=None):
     """fxcpp.compile + one call, recording the ATen graphs it compiled."""
     graphs = []
@@ -206,24 +213,58 @@ def test_custom_tracer_leaf_module_runs_in_cpp():
     assert any("rsqrt" in op for op in ran), ran  # the leaf module's body ran in C++
 
 
-def test_fx_wrap_function_runs_in_interpreter():
+def _wrapped_case(sign):
     model = WithWrapped().eval()
     gm = fx.symbolic_trace(model)
     wrapped = [n for n in gm.graph.nodes if n.op == "call_function" and n.target is gated]
     assert len(wrapped) == 1
-    for sign in (1.0, -1.0):  # both branches of the Python `if`
+    with torch.no_grad():
+        model.b.bias.zero_()
+        model.a.bias.fill_(sign * 10)  # picks the branch of the Python `if`
+    return model, gm, torch.randn(3, 6)
+
+
+def test_fx_wrap_function_matches_eager():
+    for sign in (1.0, -1.0):  # both branches
+        model, gm, x = _wrapped_case(sign)
+        compiled = fxcpp.compile(gm, [x])
         with torch.no_grad():
-            model.b.bias.zero_()
-            model.a.bias.fill_(sign * 10)
-        x = torch.randn(3, 6)
-        compiled, out, report = compile_and_report(gm, [x])
-        with torch.no_grad():
-            ref = model(x)
-        assert_same(ref, out)
-        assert_same(ref, compiled(x.clone()))
-        kc = report.kernel_counts
-        assert kc["interpreter"] >= 1, f"{kc}\n{report}"  # the wrapped function
-        assert kc["aten"] > 0, kc  # the traceable rest ran in C++
+            assert_same(model(x), compiled(x))
+
+
+@pytest.mark.xfail(
+    reason="FXCPP BUG: the traceable partitions around a torch.fx.wrap node (split_opaque) return a bare "
+    "value; aot_autograd raises 'Graph output must be a tuple()', so every partition runs in the "
+    "Interpreter (UserWarning) or raises FxcppCompileError with fallback='error'",
+    strict=True,
+)
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_fx_wrap_rest_runs_in_cpp(sign):
+    model, gm, x = _wrapped_case(sign)
+    compiled, out, report = compile_and_report(gm, [x], options={"fallback": "error"})
+    with torch.no_grad():
+        ref = model(x)
+    assert_same(ref, out)
+    assert_same(ref, compiled(x.clone()))
+    kc = report.kernel_counts
+    assert kc["aten"] > 0, kc  # the Linear / tanh parts ran in C++
+    assert not report.fallbacks, report.fallbacks
+
+
+@pytest.mark.xfail(
+    reason="FXCPP BUG: explain/Report never records nodes of the torch.fx.wrap parent graph (it runs in a "
+    "plain fx.Interpreter outside any CompiledAtenGraph), so the wrapped call is missing from the "
+    "report and kernel_counts['interpreter'] stays 0 (plus the tuple-output bug above)",
+    strict=True,
+)
+def test_fx_wrap_node_reported_as_interpreter():
+    model, gm, x = _wrapped_case(1.0)
+    _, out, report = compile_and_report(gm, [x])
+    with torch.no_grad():
+        assert_same(model(x), out)
+    kc = report.kernel_counts
+    assert kc["interpreter"] >= 1, f"{kc}\n{report}"  # the wrapped function
+    assert kc["aten"] > 0, kc
 
 
 def test_fx_wrap_control_flow_follows_value():
@@ -278,6 +319,7 @@ def test_plan_cache_eviction_still_correct():
             assert_same(model(x), compiled(x))
 
 
+@BOXED_BW_BUG
 def test_direct_api_training_gradients():
     model = Block().train()
     gm = fx.symbolic_trace(model)
@@ -324,6 +366,7 @@ def test_custom_library_op_in_fx_graph():
     assert any("mysin" in r.op for r in report.rows), str(report)
 
 
+@BOXED_BW_BUG
 def test_custom_library_op_backward():
     def fn(x):
         return mysin(x * 2, 3.0).sum()

@@ -1,0 +1,146 @@
+"""Options: parsing, disabling passes, fallback policies, verify mode, dump_dir."""
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+
+import fxcpp
+from fxcpp import lowering
+from fxcpp.explain import Report, recording
+from helpers import assert_same, compile_fxcpp
+
+
+def f(x):
+    return torch.relu(x.view(4, 4).clone()) * 2
+
+
+def test_unknown_option_names_it_and_lists_the_valid_ones():
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['no_such'\]; valid options are: fallback, verify"):
+        fxcpp.Options.parse({"no_such": 1})
+    # Through torch.compile the error surfaces at the first call.
+    with pytest.raises(Exception, match="no_such"):
+        compile_fxcpp(f, options={"no_such": 1})(torch.randn(16))
+
+
+def test_bad_values_are_errors():
+    with pytest.raises(ValueError, match="fallback must be one of"):
+        fxcpp.Options(fallback="sometimes")
+    with pytest.raises(ValueError, match=r"unknown pass name\(s\) \['fuse'\]"):
+        fxcpp.Options(disable_passes=["fuse"])
+
+
+def test_options_dict_keys_are_the_field_names():
+    o = fxcpp.Options.parse({"verify": True, "disable_passes": ["dce"], "fallback": "error"})
+    assert o == fxcpp.Options(verify=True, disable_passes=("dce",), fallback="error")
+
+
+def _steps(fn, x, options=None):
+    graphs = []
+    with recording(graphs):
+        out = compile_fxcpp(fn, options=options)(x)
+    return out, [s[1] for g in graphs for s in g.single.steps]
+
+
+def test_disable_passes_by_name():
+    x = torch.randn(16)
+    out_on, on = _steps(f, x)
+    torch._dynamo.reset()
+    out_off, off = _steps(f, x, {"disable_passes": ["remove_noops"]})
+    assert "aten::clone" not in on and "aten::clone" in off
+    assert_same(out_on, f(x))
+    assert_same(out_off, f(x))
+
+
+def _break_lowering(monkeypatch):
+    def broken(gm, keep_meta=True):
+        raise lowering.LoweringError("node 'relu': injected failure")
+
+    monkeypatch.setattr(lowering, "lower_graph", broken)
+
+
+def test_fallback_interpreter_warns_naming_the_node_and_stays_correct(monkeypatch):
+    _break_lowering(monkeypatch)
+    x = torch.randn(16)
+    graphs = []
+    with recording(graphs), pytest.warns(UserWarning, match="runs in the Interpreter: node 'relu': injected failure"):
+        out = compile_fxcpp(f)(x)
+    assert_same(out, f(x))
+    counts = Report(graphs).kernel_counts
+    assert counts["interpreter"] > 0 and counts["aten"] == 0
+
+
+def test_fallback_eager_runs_the_graph_eagerly(monkeypatch):
+    _break_lowering(monkeypatch)
+    x = torch.randn(16)
+    with pytest.warns(UserWarning, match="running the graph eagerly"):
+        out = compile_fxcpp(f, options={"fallback": "eager"})(x)
+    assert_same(out, f(x))
+
+
+def test_fallback_error_raises(monkeypatch):
+    _break_lowering(monkeypatch)
+    with pytest.raises(Exception, match="could not compile the whole graph.*injected failure"):
+        compile_fxcpp(f, options={"fallback": "error"})(torch.randn(16))
+
+
+# A custom op whose result changes with every call: C++ and the eager reference disagree.
+_calls = [0]
+
+
+@torch.library.custom_op("fxcpp_test::drifting", mutates_args=())
+def drifting(x: torch.Tensor) -> torch.Tensor:
+    _calls[0] += 1
+    return x + _calls[0]
+
+
+@drifting.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def test_verify_passes_for_a_correct_model():
+    x = torch.randn(16)
+    out = compile_fxcpp(f, options={"verify": True})(x)
+    assert_same(out, f(x))
+
+
+def test_verify_names_the_first_diverging_node():
+    def g(x):
+        return torch.ops.fxcpp_test.drifting(torch.relu(x)) * 3
+
+    with pytest.raises(fxcpp.FxcppVerifyError, match=r"first diverging node 'drifting'"):
+        compile_fxcpp(g, options={"verify": True})(torch.randn(8))
+
+
+def test_dump_dir_writes_fx_code_graph_after_each_pass_and_plan(tmp_path):
+    compile_fxcpp(f, options={"dump_dir": str(tmp_path)})(torch.randn(16))
+    files = sorted(os.path.relpath(os.path.join(d, n), tmp_path) for d, _, ns in os.walk(tmp_path) for n in ns)
+    graph_dir = files[0].split(os.sep)[0]
+    for expected in ["torch_graph.py", "inference_aten.py", "inference_cpp0_pass0_verify.txt",
+                     "inference_cpp0_pass1_shape_propagation.txt", "inference_cpp0_pass2_remove_noops.txt",
+                     "inference_cpp0_pass3_dce.txt", "inference_cpp0_plan.txt"]:
+        assert os.path.join(graph_dir, expected) in files
+    noops = (tmp_path / graph_dir / "inference_cpp0_pass2_remove_noops.txt").read_text()
+    assert noops.startswith("# changed: True") and "aten::clone" not in noops
+    assert "aten::relu" in (tmp_path / graph_dir / "inference_cpp0_plan.txt").read_text()
+
+
+def test_backend_is_registered_without_importing_fxcpp():
+    code = ("import sys, torch\n"
+            "assert 'fxcpp' in torch._dynamo.list_backends()\n"
+            "m = torch.compile(lambda x: x.sin() + 1, backend='fxcpp')\n"
+            "x = torch.randn(3)\n"
+            "assert torch.allclose(m(x), x.sin() + 1)\n"
+            "assert 'fxcpp' in sys.modules  # loaded through the entry point\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd="/")
+
+
+def test_mode_keyword_is_accepted():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = torch.compile(f, backend="fxcpp", mode="max-autotune-no-cudagraphs")
+        x = torch.randn(16)
+        assert_same(m(x), f(x))
