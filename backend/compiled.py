@@ -90,16 +90,45 @@ class _TimingInterpreter(fx.Interpreter):
 
 
 _graph_ids = itertools.count()
+_recorders: list = []  # explain() collects the graphs compiled while it runs
+_recorders_lock = threading.Lock()
+
+
+def record(graph) -> None:
+    with _recorders_lock:
+        for r in _recorders:
+            r.append(graph)
+
+
+class InterpretedGraph:
+    """A torch-level graph whose torch.fx.wrap calls run in the Interpreter; its
+    traceable parts are call_module nodes compiled through aot (recorded on their own)."""
+
+    kind = "torch"
+
+    def __init__(self, parent: fx.GraphModule, opts: Options):
+        self.parent = parent
+        self.opts = opts
+        self.id = next(_graph_ids)
+        self.fallbacks: list[str] = []
+        self.interp_times: dict | None = None
+        record(self)
+
+    def __call__(self, *args):
+        times = {} if self.opts.profile else None
+        out = _TimingInterpreter(self.parent, times).run(*args)
+        self.interp_times = times
+        return out
 
 
 class CompiledAtenGraph:
     """What fxcpp returns to aot_autograd for one ATen graph (forward, backward or inference)."""
 
     _boxed_call = True
-    recorders: list = []  # explain() collects the graphs compiled while it runs
-    _lock = threading.Lock()
 
     def __init__(self, gm: fx.GraphModule, opts: Options, kind: str, dump_subdir: str):
+        # An instance attribute too: torch._dynamo.disable's functools.wraps copies only __dict__.
+        self._boxed_call = True
         self.gm = gm  # the ATen graph (kept for verify mode and for the Interpreter fallback)
         self.opts = opts
         self.kind = kind
@@ -121,9 +150,7 @@ class CompiledAtenGraph:
             self._build_split(dump_subdir)
         log.debug("fxcpp: compiled the %s graph (%d nodes) in %.1f ms", kind, len(gm.graph.nodes),
                   (time.perf_counter() - t0) * 1e3)
-        with CompiledAtenGraph._lock:
-            for r in CompiledAtenGraph.recorders:
-                r.append(self)
+        record(self)
 
     def _build_split(self, dump_subdir):
         parent, names = partition.split_aten(self.gm)

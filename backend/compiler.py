@@ -20,7 +20,9 @@ from torch._dynamo.backends.common import aot_autograd
 from torch.utils import _pytree as pytree
 
 from . import partition
-from .compiled import CompiledAtenGraph, EagerFallback, FxcppCompileError, dump
+from torch._dynamo.exc import RestartAnalysis
+
+from .compiled import CompiledAtenGraph, EagerFallback, FxcppCompileError, InterpretedGraph, dump
 from .options import Options
 
 log = logging.getLogger("fxcpp")
@@ -59,7 +61,7 @@ def _compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eage
     except EagerFallback as e:
         warnings.warn(f"fxcpp: running the graph eagerly (Options.fallback='eager'): {e}", stacklevel=2)
         return eager_fn
-    except FxcppCompileError:
+    except (FxcppCompileError, RestartAnalysis):  # RestartAnalysis: Dynamo's own control flow
         raise
     except Exception as e:  # noqa: BLE001 - aot tracing itself failed
         if opts.fallback == "error":
@@ -76,7 +78,7 @@ def _compile_with_opaque(gm: fx.GraphModule, opts: Options, subdir: str):
         setattr(parent, name, _ShapeSpecialized(parent.get_submodule(name), opts, f"{subdir}_{name}"))
     log.info("fxcpp: torch.fx.wrap functions run in the Interpreter: %s",
              [n.format_node() for n in partition.opaque_nodes(parent)])
-    return _interpret(parent)
+    return InterpretedGraph(parent, opts)
 
 
 def backend(gm: fx.GraphModule, example_inputs, *, mode=None, options=None):
@@ -98,11 +100,12 @@ def _signature(args) -> tuple:
 
 
 class _ShapeSpecialized(torch.nn.Module):
-    """A GraphModule compiled per concrete input signature (LRU, Options.plan_cache_size)."""
+    """A GraphModule compiled per concrete input signature (LRU, Options.plan_cache_size).
+    aot needs a flat tuple output: a flat copy is compiled and its output rebuilt."""
 
     def __init__(self, gm: fx.GraphModule, opts: Options, subdir: str):
         super().__init__()
-        self.gm = gm
+        self.flat, self.out_spec = _flat_output_copy(gm)
         self.opts = opts
         self.subdir = subdir
         self.cache: collections.OrderedDict = collections.OrderedDict()
@@ -115,7 +118,7 @@ class _ShapeSpecialized(torch.nn.Module):
             if fn is not None:
                 self.cache.move_to_end(key)
                 return fn
-        fn = _compile_torch_graph(self.gm, list(args), self.opts, self.gm.forward)
+        fn = _compile_torch_graph(self.flat, list(args), self.opts, self.flat.forward)
         with self.lock:
             self.cache[key] = fn
             while len(self.cache) > self.opts.plan_cache_size:
@@ -123,13 +126,15 @@ class _ShapeSpecialized(torch.nn.Module):
         return fn
 
     def forward(self, *args):
-        return self.compiled_for(args)(*args)
+        outs = self.compiled_for(args)(*args)
+        return pytree.tree_unflatten(list(outs), self.out_spec)
 
 
 def _flat_output_copy(gm: fx.GraphModule):
-    """A copy of gm returning a flat tuple (aot needs one), and the spec to rebuild the output."""
+    """A copy of gm returning a flat tuple, and the spec to rebuild the output."""
     graph = fx.Graph()
     env = {}
+    spec = None
     for node in gm.graph.nodes:
         if node.op == "output":
             leaves, spec = pytree.tree_flatten(node.args[0])
@@ -143,14 +148,12 @@ class CompiledModule:
     """What fxcpp.compile returns: call it like the GraphModule."""
 
     def __init__(self, gm: fx.GraphModule, example_inputs, opts: Options):
-        flat, self.out_spec = _flat_output_copy(gm)
-        self.compiled = _ShapeSpecialized(flat, opts, "direct")
+        self.compiled = _ShapeSpecialized(gm, opts, "direct")
         if example_inputs is not None:  # compile now, so errors surface here
             self.compiled.compiled_for(list(example_inputs))
 
     def __call__(self, *args):
-        outs = self.compiled(*args)
-        return pytree.tree_unflatten(list(outs), self.out_spec)
+        return self.compiled(*args)
 
 
 def compile(gm: fx.GraphModule, example_inputs=None, options=None) -> CompiledModule:  # noqa: A001

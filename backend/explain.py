@@ -11,7 +11,8 @@ import torch
 import torch.fx as fx
 
 from . import lowering
-from .compiled import CompiledAtenGraph, CppPartition
+from . import compiled as _compiled
+from .compiled import CompiledAtenGraph, CppPartition, InterpretedGraph
 from .options import Options
 
 KERNELS = ("onednn", "cpu_fused", "cuda", "aten", "interpreter")
@@ -73,8 +74,11 @@ def _interp_rows(tag: str, gm: fx.GraphModule, times: dict | None, label="interp
     return rows
 
 
-def rows_of(g: CompiledAtenGraph) -> list[NodeRow]:
+def rows_of(g) -> list[NodeRow]:
     tag = f"{g.id}:{g.kind}"
+    if isinstance(g, InterpretedGraph):  # only its torch.fx.wrap calls; compiled parts report themselves
+        return [r for n in g.parent.graph.nodes if n.op == "call_function" and n.target is not operator.getitem
+                for r in _interp_rows(tag, _single_node_gm(n), g.interp_times)]
     if g.single is not None:
         return _cpp_rows(tag, g.gm, g.single, "cpp0")
     rows = []
@@ -99,7 +103,7 @@ def _single_node_gm(n: fx.Node):
 
 
 class Report:
-    def __init__(self, graphs: list[CompiledAtenGraph]):
+    def __init__(self, graphs: list):
         self.graphs = graphs
         self.rows: list[NodeRow] = [r for g in graphs for r in rows_of(g)]
         counts = Counter(r.kernel for r in self.rows)
@@ -124,13 +128,14 @@ class Report:
 
 @contextlib.contextmanager
 def recording(into: list):
-    with CompiledAtenGraph._lock:
-        CompiledAtenGraph.recorders.append(into)
+    """Collect every graph fxcpp compiles inside the block (for Report(into))."""
+    with _compiled._recorders_lock:
+        _compiled._recorders.append(into)
     try:
         yield into
     finally:
-        with CompiledAtenGraph._lock:
-            CompiledAtenGraph.recorders.remove(into)
+        with _compiled._recorders_lock:
+            _compiled._recorders.remove(into)
 
 
 def explain(model_or_fn, *inputs, options=None) -> Report:

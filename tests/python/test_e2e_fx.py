@@ -48,11 +48,6 @@ def _setup_context(ctx, inputs, output):
 mysin.register_autograd(_backward, setup_context=_setup_context)
 
 
-BOXED_BW_BUG = pytest.mark.xfail(
-    reason="FXCPP BUG: TypeError: CompiledAtenGraph.__call__() takes 2 positional arguments but N were given "
-    "(backward graph called unboxed; _boxed_call is a class attribute, lost by dynamo.disable's functools.wraps)",
-    strict=True,
-)
 
 
 def compile_and_report(gm, inputs, options=None):
@@ -232,12 +227,6 @@ def test_fx_wrap_function_matches_eager():
             assert_same(model(x), compiled(x))
 
 
-@pytest.mark.xfail(
-    reason="FXCPP BUG: the traceable partitions around a torch.fx.wrap node (split_opaque) return a bare "
-    "value; aot_autograd raises 'Graph output must be a tuple()', so every partition runs in the "
-    "Interpreter (UserWarning) or raises FxcppCompileError with fallback='error'",
-    strict=True,
-)
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 def test_fx_wrap_rest_runs_in_cpp(sign):
     model, gm, x = _wrapped_case(sign)
@@ -251,12 +240,6 @@ def test_fx_wrap_rest_runs_in_cpp(sign):
     assert not report.fallbacks, report.fallbacks
 
 
-@pytest.mark.xfail(
-    reason="FXCPP BUG: explain/Report never records nodes of the torch.fx.wrap parent graph (it runs in a "
-    "plain fx.Interpreter outside any CompiledAtenGraph), so the wrapped call is missing from the "
-    "report and kernel_counts['interpreter'] stays 0 (plus the tuple-output bug above)",
-    strict=True,
-)
 def test_fx_wrap_node_reported_as_interpreter():
     model, gm, x = _wrapped_case(1.0)
     _, out, report = compile_and_report(gm, [x])
@@ -319,7 +302,6 @@ def test_plan_cache_eviction_still_correct():
             assert_same(model(x), compiled(x))
 
 
-@BOXED_BW_BUG
 def test_direct_api_training_gradients():
     model = Block().train()
     gm = fx.symbolic_trace(model)
@@ -366,7 +348,6 @@ def test_custom_library_op_in_fx_graph():
     assert any("mysin" in r.op for r in report.rows), str(report)
 
 
-@BOXED_BW_BUG
 def test_custom_library_op_backward():
     def fn(x):
         return mysin(x * 2, 3.0).sum()

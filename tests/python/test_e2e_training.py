@@ -11,14 +11,6 @@ from helpers import assert_same, compile_fxcpp
 
 STEPS = 3
 
-# Backward graphs crash: aot_autograd wraps the bw compiler's result in torch._dynamo.disable
-# (functools.wraps), which copies the instance __dict__ only; CompiledAtenGraph._boxed_call is a
-# class attribute, so aot calls the backward unboxed: f(*args) instead of f(args).
-BOXED_BW_BUG = pytest.mark.xfail(
-    reason="FXCPP BUG: TypeError: CompiledAtenGraph.__call__() takes 2 positional arguments but N were given "
-    "(backward graph called unboxed; _boxed_call is a class attribute, lost by dynamo.disable's functools.wraps)",
-    strict=True,
-)
 
 
 class MLP(nn.Module):
@@ -141,7 +133,6 @@ def _assert_ran_in_cpp(graphs):
         assert g.single is not None and not g.fallbacks, (g.kind, g.fallbacks)
 
 
-@BOXED_BW_BUG
 @pytest.mark.parametrize("kind", ["mlp", "lngelu", "attn"])
 def test_training_steps_match_eager(kind):
     model, _, graphs, losses = _train(kind)
@@ -151,7 +142,6 @@ def test_training_steps_match_eager(kind):
     assert len(graphs) == 2, [g.kind for g in graphs]
 
 
-@BOXED_BW_BUG
 def test_training_cnn_batchnorm_train_mode():
     model, ref_model, graphs, _ = _train("cnn")
     _assert_ran_in_cpp(graphs)
@@ -166,14 +156,12 @@ def test_training_cnn_batchnorm_train_mode():
         assert_same(ref_model(x), compile_fxcpp(model, options={"fallback": "error"})(x))
 
 
-@BOXED_BW_BUG
 def test_training_with_momentum():
     _, _, graphs, losses = _train("mlp", steps=5, lr=0.05, momentum=0.9)
     _assert_ran_in_cpp(graphs)
     assert len(losses) == 5
 
 
-@BOXED_BW_BUG
 def test_grad_wrt_inputs():
     """Gradients w.r.t. inputs (not only parameters) match eager."""
 
@@ -194,12 +182,6 @@ def test_grad_wrt_inputs():
     _assert_ran_in_cpp(graphs)
 
 
-@pytest.mark.xfail(
-    reason="FXCPP BUG: backward called unboxed (see BOXED_BW_BUG); and nn.LayerNorm with dynamic=True: "
-    "fxcpp catches Dynamo's TensorifyScalarRestartAnalysis as an aot failure -> FxcppCompileError "
-    "(fallback='error') or the whole graph in the Interpreter (default)",
-    strict=True,
-)
 def test_training_dynamic_batch():
     torch.manual_seed(0)
     model = LNGelu().train()
