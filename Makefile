@@ -2,11 +2,15 @@
 PY ?= python3
 PIP := $(PY) -m pip
 # Pinned: any unpinned torch request would pull a CUDA build (see README).
-DEPS := torch==2.13.0 pytest==9.0.3 expecttest==0.3.0 numpy
+DEPS := torch==2.13.0 pytest==9.0.3 expecttest==0.3.0 numpy tqdm==4.70.1 matplotlib==3.11.2
+# The benchmark suite builds models from transformers configs (no weights); transformers does not require torch.
+BENCH_DEPS := transformers==5.23.0
 DEPS_STAMP := build/.deps-$(shell echo $(DEPS) | md5sum | cut -c1-8)
+BENCH_STAMP := build/.bench-deps-$(shell echo $(BENCH_DEPS) | md5sum | cut -c1-8)
+BENCH_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup deps build demo test test-opinfo-full clean
+.PHONY: setup deps build demo test test-opinfo-full bench bench-quick micro clean
 
 setup: build
 
@@ -28,6 +32,22 @@ test: build
 # The OpInfo sweep over every float32 CPU sample (make test runs the first sample of each op).
 test-opinfo-full: build
 	cd tests && FXCPP_OPINFO_FULL=1 $(PY) -m pytest -q python/test_opinfo_sweep.py
+
+$(BENCH_STAMP): $(DEPS_STAMP)
+	$(PIP) install --disable-pip-version-check $(BENCH_DEPS)
+	@touch $@
+
+# The whole suite: every model at both batches, fp32 and bf16, eager / inductor / inductor+freezing / fxcpp.
+bench: build $(BENCH_STAMP)
+	$(PY) -m benchmarks.harness --out benchmarks/results/latest $(BENCH_ARGS)
+
+# A small subset (MLP, ResNet-20, the LayerNorm+GELU probe; fp32) in under 5 minutes.
+bench-quick: build $(BENCH_STAMP)
+	$(PY) -m benchmarks.harness --quick --dtypes fp32 --out benchmarks/results/quick $(BENCH_ARGS)
+
+# Physical limits: FMA peak, GEMM % of peak, STREAM triad, memory-bound kernels, host overhead.
+micro: build
+	$(PY) -m benchmarks.micro.run --out benchmarks/results/latest
 
 clean:
 	rm -rf build dist *.egg-info backend/_C*.so

@@ -1,0 +1,58 @@
+"""Compiler configurations the harness compares. Add one by adding a Config."""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+
+@dataclass
+class Config:
+    name: str
+    compile: Callable[[Callable], Callable]   # fn -> compiled fn
+    inductor_patches: dict = field(default_factory=dict)  # torch._inductor.config while compiling
+    uses_inductor: bool = False
+
+    def compile_context(self):
+        if not self.inductor_patches:
+            return contextlib.nullcontext()
+        import torch._inductor.config as ic
+
+        return ic.patch(**self.inductor_patches)
+
+
+def _eager(fn):
+    return fn
+
+
+def _compile(**kw):
+    return lambda fn: torch.compile(fn, **kw)
+
+
+CONFIGS: dict[str, Config] = {c.name: c for c in [
+    Config("eager", _eager),
+    Config("inductor", _compile(), uses_inductor=True),
+    # Inductor's best CPU setting: constant-folds weights and enables its oneDNN fusions.
+    Config("inductor_freezing", _compile(), {"freezing": True}, uses_inductor=True),
+    Config("inductor_cpp_wrapper", _compile(), {"cpp_wrapper": True}, uses_inductor=True),
+    Config("inductor_max_autotune", _compile(mode="max-autotune-no-cudagraphs"), uses_inductor=True),
+    Config("inductor_reduce_overhead", _compile(mode="reduce-overhead"), uses_inductor=True),
+    Config("fxcpp", _compile(backend="fxcpp")),
+    Config("fxcpp_verify", _compile(backend="fxcpp", options={"verify": True})),
+]}
+
+DEFAULTS = {
+    "cpu": ["eager", "inductor", "inductor_freezing", "fxcpp"],
+    "cuda": ["eager", "inductor", "inductor_reduce_overhead", "fxcpp"],
+}
+
+
+def get(names: list[str]) -> list[Config]:
+    unknown = [n for n in names if n not in CONFIGS]
+    if unknown:
+        raise SystemExit(f"unknown configuration(s) {unknown}; known: {sorted(CONFIGS)}")
+    if names[0] != "eager":
+        names = ["eager"] + [n for n in names if n != "eager"]  # every speedup is against eager
+    return [CONFIGS[n] for n in names]

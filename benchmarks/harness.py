@@ -1,0 +1,231 @@
+"""The suite harness: eager, Inductor and fxcpp side by side in one process.
+
+    python -m benchmarks.harness [--quick] [--models a,b] [--configs eager,fxcpp] [--dtypes fp32,bf16]
+                                 [--device cpu|cuda] [--repeats 30] [--no-memory] [--out DIR]
+
+Per model × batch × dtype: cold and warm compile time of every configuration,
+accuracy against an fp64 reference (torch._dynamo.utils.same, as PyTorch's own
+harness), interleaved latency (median and quartiles of ≥30 repeats), fxcpp's
+kernel counts, and peak memory measured in a separate process per configuration.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+from torch._dynamo.utils import same
+
+from . import configs as cfgs
+from . import report, suite
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+TOLERANCE = {"fp32": 1e-3, "bf16": 1e-2}
+
+
+def machine_info(device: str, argv: list[str]) -> dict:
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+                                cwd=os.path.dirname(__file__)).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    info = {"cpu": cpu, "logical_cpus": os.cpu_count(), "threads": torch.get_num_threads(),
+            "torch": torch.__version__, "python": sys.version.split()[0], "git_commit": commit,
+            "command": " ".join(["python", "-m", "benchmarks.harness"] + argv),
+            "device": device, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    if device == "cuda":
+        info["gpu"] = torch.cuda.get_device_name()
+    return info
+
+
+def bf16_supported(device: str) -> bool:
+    if device == "cuda":
+        return torch.cuda.is_bf16_supported()
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+        return "avx512_bf16" in flags or "amx_bf16" in flags
+    except OSError:
+        return False
+
+
+def sync(device: str):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def fresh_inductor_caches():
+    """A new on-disk cache folder and empty in-memory caches: the next Inductor compile is cold."""
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-cold-")
+    try:
+        from torch._inductor.utils import clear_inductor_caches
+
+        clear_inductor_caches()
+    except ImportError:
+        pass
+
+
+def first_call(cfg, fn, inputs, device, record_into=None):
+    """Compile (at the first call) and run once; returns (output, seconds)."""
+    from fxcpp.explain import recording
+
+    torch.cuda.reset_peak_memory_stats() if device == "cuda" else None
+    t0 = time.perf_counter()
+    with cfg.compile_context(), recording(record_into if record_into is not None else []):
+        out = fn(*inputs)
+    sync(device)
+    return out, time.perf_counter() - t0
+
+
+def timed(fns: dict, inputs, device, repeats: int, warmup: int) -> dict:
+    """Interleave the configurations, as torch's dynamo harness does: noise hits them alike."""
+    inner = {}
+    for name, fn in fns.items():
+        for _ in range(warmup):
+            fn(*inputs)
+        sync(device)
+        t0 = time.perf_counter()
+        fn(*inputs)
+        sync(device)
+        inner[name] = max(1, int(2e-3 / max(time.perf_counter() - t0, 1e-9)))  # samples of >= ~2 ms
+    samples = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(inner[name]):
+                fn(*inputs)
+            sync(device)
+            samples[name].append((time.perf_counter() - t0) / inner[name])
+    return samples
+
+
+def memory_in_subprocess(spec_name, batch, dtype, device, config, tiny) -> dict:
+    cmd = [sys.executable, "-m", "benchmarks.memory", json.dumps(
+        {"model": spec_name, "batch": batch, "dtype": dtype, "device": device, "config": config, "tiny": tiny})]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=root, timeout=1800)
+    if p.returncode != 0:
+        return {"error": (p.stderr.strip().splitlines() or ["failed"])[-1]}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def run_case(spec, batch, dtype_name, device, configs, args) -> list[dict]:
+    dtype = DTYPES[dtype_name]
+    model, inputs = spec.build(batch)
+    model64, inputs64 = suite.to_dtype(copy.deepcopy(model), inputs, torch.float64, device)
+    model, inputs = suite.to_dtype(model, inputs, dtype, device)
+    base = {"model": spec.name, "kind": spec.kind, "batch": batch, "dtype": dtype_name, "device": device}
+    records, fns = [], {}
+    with torch.no_grad():
+        ref64 = suite.call(spec, model64, inputs64)
+        del model64
+        eager_out = suite.call(spec, model, inputs)
+        for cfg in configs:
+            rec = dict(base, config=cfg.name, status="ok", error=None, accuracy_ok=None, kernel_counts=None)
+            records.append(rec)
+            try:
+                fresh_inductor_caches()
+                torch._dynamo.reset()
+                graphs = []
+                fn = cfg.compile(lambda *a: suite.call(spec, model, a))
+                out, rec["compile_s_cold"] = first_call(cfg, fn, inputs, device, graphs)
+                if cfg.name.startswith("fxcpp"):
+                    from fxcpp.explain import Report
+
+                    rec["kernel_counts"] = Report(graphs).kernel_counts
+                torch._dynamo.reset()  # warm: Dynamo starts over, on-disk caches stay
+                fn = cfg.compile(lambda *a: suite.call(spec, model, a))
+                out, rec["compile_s_warm"] = first_call(cfg, fn, inputs, device)
+            except Exception as e:  # noqa: BLE001 - a configuration that fails is reported, not fatal
+                rec.update(status="compile_error", error=f"{type(e).__name__}: {str(e).splitlines()[0][:300]}")
+                continue
+            rec["accuracy_ok"] = bool(same(eager_out, out, fp64_ref=ref64, tol=TOLERANCE[dtype_name], equal_nan=True))
+            if not rec["accuracy_ok"]:
+                rec["status"] = "accuracy_fail"
+            fns[cfg.name] = fn
+        try:
+            samples = timed(fns, inputs, device, args.repeats, args.warmup)
+        except Exception as e:  # noqa: BLE001
+            for rec in records:
+                if rec["config"] in fns:
+                    rec.update(status="run_error", error=f"{type(e).__name__}: {e}"[:300])
+            samples = {}
+    eager_median = statistics.median(samples["eager"]) if "eager" in samples else None
+    for rec in records:
+        s = samples.get(rec["config"])
+        if not s:
+            continue
+        q = statistics.quantiles(s, n=4)
+        rec.update(latency_ms_median=statistics.median(s) * 1e3, latency_ms_p25=q[0] * 1e3,
+                   latency_ms_p75=q[2] * 1e3, repeats=len(s))
+        if eager_median:
+            rec["speedup"] = eager_median / statistics.median(s)
+    if args.memory:
+        for rec in records:
+            if rec["status"] in ("ok", "accuracy_fail"):
+                rec.update(memory_in_subprocess(spec.name, batch, dtype_name, device, rec["config"], args.tiny))
+        eager_peak = next((r.get("peak_rss_mb") for r in records if r["config"] == "eager"), None)
+        for rec in records:
+            if eager_peak and rec.get("peak_rss_mb"):
+                rec["peak_rss_ratio"] = rec["peak_rss_mb"] / eager_peak
+    return records
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="the small subset of `make bench-quick`")
+    p.add_argument("--tiny", action="store_true", help="the harness's own tiny test models")
+    p.add_argument("--models", default="", help="comma-separated model names (default: the whole suite)")
+    p.add_argument("--configs", default="", help=f"comma-separated, from {sorted(cfgs.CONFIGS)}")
+    p.add_argument("--dtypes", default="fp32,bf16")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--threads", type=int, default=0, help="default: torch's default (the physical cores)")
+    p.add_argument("--no-memory", dest="memory", action="store_false")
+    p.add_argument("--out", default="benchmarks/results/latest")
+    args = p.parse_args(argv)
+    if args.repeats < 30 and not args.tiny:
+        p.error("--repeats must be at least 30")
+    return args
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    import fxcpp  # noqa: F401  (registers the backend even without the entry point)
+
+    configs = cfgs.get([c for c in args.configs.split(",") if c] or cfgs.DEFAULTS[args.device])
+    dtypes = [d for d in args.dtypes.split(",") if d]
+    if "bf16" in dtypes and not bf16_supported(args.device):
+        print("bf16 is not supported on this device: fp32 only")
+        dtypes = [d for d in dtypes if d != "bf16"]
+    cases = [(s, b, d) for s, b in suite.find([m for m in args.models.split(",") if m], args.quick, args.tiny)
+             for d in dtypes]
+    records = []
+    for spec, batch, dtype in report.progress(cases, desc="models"):
+        records += run_case(spec, batch, dtype, args.device, configs, args)
+    results = {"meta": machine_info(args.device, argv), "records": records,
+               "summary": report.summarize(records, [c.name for c in configs])}
+    report.write(results, args.out)
+    print(report.markdown(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""Micro-benchmarks for the physical limits of this machine, and how close ATen, fxcpp and inductor get.
+
+    python -m benchmarks.micro.run [--quick] [--no-inductor] [--out DIR]
+
+Writes micro.json and micro.md into DIR (default benchmarks/results/latest/).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.utils.benchmark as tb
+
+from . import native
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Memory-bound kernels. Every tensor is larger than the 32 MiB L3 of the dev machine, so they
+# measure DRAM like the triad does; layer_norm uses 16384 rows because [4096, 768] (12 MiB) fits in L3.
+MEMORY_KERNELS = {
+    "pointwise": ((1 << 24,), lambda x: torch.tanh(torch.relu(x * 2 + 1))),
+    "softmax": ((4096, 4096), lambda x: torch.softmax(x, dim=-1)),
+    "layer_norm": ((16384, 768), None),  # built in _memory_fn: it needs weight and bias
+}
+
+
+def _tiny(x):
+    return ((x + 1) * 2).relu().sum()
+
+
+def physical_cores() -> int:
+    """Distinct (physical id, core id) pairs: hyper-threads share FMA units and bandwidth."""
+    cores, phys = set(), "0"
+    try:
+        for line in open("/proc/cpuinfo"):
+            key, _, val = line.partition(":")
+            key, val = key.strip(), val.strip()
+            if key == "physical id":
+                phys = val
+            elif key == "core id":
+                cores.add((phys, val))
+    except OSError:
+        pass
+    return len(cores) or len(os.sched_getaffinity(0))
+
+
+def machine_info(threads: int) -> dict:
+    model, flags = platform.processor(), set()
+    try:
+        for line in open("/proc/cpuinfo"):
+            key, _, val = line.partition(":")
+            if key.strip() == "model name":
+                model = val.strip()
+            elif key.strip() == "flags":
+                flags = set(val.split())
+    except OSError:
+        pass
+
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return None
+
+    l3 = Path("/sys/devices/system/cpu/cpu0/cache/index3/size")
+    return {
+        "cpu_model": model,
+        "logical_cpus": os.cpu_count(),
+        "physical_cores": physical_cores(),
+        "isa_flags": sorted(flags & {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile"}),
+        "l3": l3.read_text().strip() if l3.exists() else None,
+        "threads": threads,
+        "torch_version": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "git_commit": git("rev-parse", "HEAD"),
+        "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "command": shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv])),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def _time(fn, args, threads: int, min_run_time: float) -> float:
+    """Median seconds per call of fn(*args), after two warm-up calls (compilation, first-touch)."""
+    fn(*args)
+    fn(*args)
+    timer = tb.Timer("fn(*args)", globals={"fn": fn, "args": args}, num_threads=threads)
+    return timer.blocked_autorange(min_run_time=min_run_time).median
+
+
+def _compiled(fn, backend: str):
+    torch._dynamo.reset()  # each measurement compiles fresh, no recompile-limit carry-over
+    return fn if backend == "eager" else torch.compile(fn, backend=backend)
+
+
+def measure_peak(threads: int, quick: bool) -> dict:
+    return native.fma_peak(threads, 0.25 if quick else 2.0)
+
+
+def measure_gemm(threads: int, quick: bool, peak: dict) -> list:
+    sizes = [1024] if quick else [1024, 2048, 4096]
+    dtypes = [torch.float32]
+    if torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        dtypes.append(torch.bfloat16)
+    rows = []
+    for dtype in dtypes:
+        key = "fp32" if dtype == torch.float32 else "bf16"
+        peak_gflops = (peak.get(key) or {}).get("gflops_total")
+        for n in sizes:
+            a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+            sec = _time(torch.mm, (a, b), threads, 0.2 if quick else 2.0)
+            gflops = 2 * n**3 / sec / 1e9
+            rows.append({"op": "torch.mm", "n": n, "dtype": key, "ms": sec * 1e3, "gflops": gflops,
+                         "pct_peak": 100 * gflops / peak_gflops if peak_gflops else None})
+    return rows
+
+
+def _memory_fn(name):
+    shape, fn = MEMORY_KERNELS[name]
+    x = torch.randn(shape)
+    if name == "layer_norm":
+        w, b = torch.randn(shape[-1]), torch.randn(shape[-1])
+        return (lambda x, w, b: torch.nn.functional.layer_norm(x, (shape[-1],), w, b)), (x, w, b)
+    return fn, (x,)
+
+
+def measure_memory(threads: int, quick: bool, backends: list, triad_gbps: float) -> list:
+    rows = []
+    for name, (shape, _) in MEMORY_KERNELS.items():
+        fn, args = _memory_fn(name)
+        # Minimal traffic: read every input once, write the output once.
+        nbytes = sum(a.nbytes for a in args) + args[0].nbytes
+        row = {"kernel": name, "shape": list(shape), "mbytes": nbytes / 1e6}
+        expected = fn(*args)
+        for backend in backends:
+            try:
+                compiled = _compiled(fn, backend)
+                sec = _time(compiled, args, threads, 0.2 if quick else 1.0)
+                gbps = nbytes / sec / 1e9
+                row[backend] = {"ms": sec * 1e3, "gbps": gbps, "pct_triad": 100 * gbps / triad_gbps,
+                                "matches_eager": bool(torch.allclose(compiled(*args), expected, atol=1e-4, rtol=1e-4))}
+            except Exception as e:  # one failing backend must not lose the rest of the run
+                row[backend] = {"error": f"{type(e).__name__}: {e}"[:300]}
+        rows.append(row)
+        torch._dynamo.reset()
+    return rows
+
+
+def measure_overhead(threads: int, quick: bool, backends: list) -> dict:
+    x = torch.randn(16)
+    out = {"graph": "((x + 1) * 2).relu().sum(), x: 16 x fp32"}
+    for backend in backends:
+        try:
+            sec = _time(_compiled(_tiny, backend), (x,), threads, 0.3 if quick else 2.0)
+            out[backend] = {"us_per_call": sec * 1e6}
+        except Exception as e:
+            out[backend] = {"error": f"{type(e).__name__}: {e}"[:300]}
+    torch._dynamo.reset()
+    return out
+
+
+def _fmt(cell, key, pct_key=None):
+    if not isinstance(cell, dict):
+        return "-"
+    if "error" in cell:
+        return "error"
+    s = f"{cell[key]:.1f}"
+    return s + (f" ({cell[pct_key]:.0f}%)" if pct_key and cell.get(pct_key) is not None else "")
+
+
+def to_markdown(r: dict) -> str:
+    m, pk, tr = r["machine"], r["peak"], r["triad"]
+    backends = r["backends"]
+    lines = [
+        "# Micro-benchmarks: physical limits",
+        "",
+        f"{m['cpu_model']}, {m['physical_cores']} cores, {m['threads']} threads, L3 {m['l3']}, "
+        f"torch {m['torch_version']}, commit {(m['git_commit'] or '?')[:10]}{' (dirty)' if m['git_dirty'] else ''}"
+        f"{', quick' if r['quick'] else ''}. `{m['command']}`",
+        "",
+        "## Peak FLOP/s (FMA microbenchmark, %s)" % pk["isa"],
+        "",
+        "| dtype | GFLOP/s 1 core | GFLOP/s all cores | per core |",
+        "|---|---|---|---|",
+    ]
+    for key in ("fp32", "bf16"):
+        if pk.get(key):
+            p = pk[key]
+            lines.append(f"| {key} | {p['gflops_1core']:.1f} | {p['gflops_total']:.1f} | {p['gflops_per_core']:.1f} |")
+    lines += ["", "## GEMM (torch.mm, square)", "", "| n | dtype | ms | GFLOP/s | % of peak |", "|---|---|---|---|---|"]
+    for g in r["gemm"]:
+        pct = f"{g['pct_peak']:.0f}%" if g["pct_peak"] is not None else "-"
+        lines.append(f"| {g['n']} | {g['dtype']} | {g['ms']:.2f} | {g['gflops']:.1f} | {pct} |")
+    lines += [
+        "",
+        f"## Bandwidth (triad: {tr['gbps_best']:.1f} GB/s best, {tr['gbps_median']:.1f} median; "
+        f"{tr['threads']} threads, 3 x {tr['array_mib']} MiB)",
+        "",
+        "GB/s of minimal traffic (inputs read once + output written once), in parentheses % of the triad.",
+        "",
+        "| kernel | shape | MB | " + " | ".join(backends) + " |",
+        "|---|---|---|" + "---|" * len(backends),
+    ]
+    for k in r["memory"]:
+        cells = " | ".join(_fmt(k.get(b), "gbps", "pct_triad") for b in backends)
+        lines.append(f"| {k['kernel']} | {'x'.join(map(str, k['shape']))} | {k['mbytes']:.0f} | {cells} |")
+    o = r["overhead"]
+    lines += ["", f"## Host overhead: {o['graph']}", "", "| " + " | ".join(backends) + " |", "|" + "---|" * len(backends),
+              "| " + " | ".join(_fmt(o.get(b), "us_per_call") + " us" for b in backends) + " |", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="short timings, GEMM n=1024 only")
+    ap.add_argument("--no-inductor", action="store_true", help="skip torch.compile's default backend (slow to compile)")
+    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "latest"))
+    ap.add_argument("--threads", type=int, default=physical_cores(), help="default: physical cores")
+    args = ap.parse_args(argv)
+
+    torch.set_num_threads(args.threads)
+    backends = ["eager", "fxcpp"] + ([] if args.no_inductor else ["inductor"])
+    t0 = time.time()
+    r = {"machine": machine_info(args.threads), "quick": args.quick, "backends": backends}
+    r["peak"] = measure_peak(args.threads, args.quick)
+    r["triad"] = native.stream_triad(args.threads, 64, 10 if args.quick else 50)
+    r["gemm"] = measure_gemm(args.threads, args.quick, r["peak"])
+    r["memory"] = measure_memory(args.threads, args.quick, backends, r["triad"]["gbps_best"])
+    r["overhead"] = measure_overhead(args.threads, args.quick, backends)
+    r["seconds"] = time.time() - t0
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "micro.json").write_text(json.dumps(r, indent=1) + "\n")
+    md = to_markdown(r)
+    (out / "micro.md").write_text(md)
+    print(md)
+    print(f"wrote {out / 'micro.json'} and {out / 'micro.md'} in {r['seconds']:.0f} s")
+    return r
+
+
+if __name__ == "__main__":
+    main()

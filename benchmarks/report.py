@@ -1,0 +1,134 @@
+"""Results: summary figures, JSON, a markdown table and PNG charts."""
+from __future__ import annotations
+
+import json
+import math
+import os
+
+INDUCTOR_PREFIX = "inductor"
+
+
+def progress(items, desc):
+    try:
+        from tqdm import tqdm
+
+        return tqdm(items, desc=desc, unit="case")
+    except ImportError:
+        return items
+
+
+def _geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def _case(r):
+    return (r["model"], r["batch"], r["dtype"])
+
+
+def summarize(records: list[dict], config_names: list[str]) -> dict:
+    """Geometric-mean speedup per configuration over the cases it ran correctly (an
+    accuracy failure never counts as a speedup), and fxcpp's time / the best Inductor's."""
+    geo = {c: _geomean([r.get("speedup") for r in records if r["config"] == c and r["status"] == "ok"])
+           for c in config_names}
+    ratios = {}
+    for case in sorted({_case(r) for r in records}):
+        rs = [r for r in records if _case(r) == case and r["status"] == "ok" and r.get("latency_ms_median")]
+        fx = next((r for r in rs if r["config"] == "fxcpp"), None)
+        ind = [r for r in rs if r["config"].startswith(INDUCTOR_PREFIX)]
+        if fx and ind:
+            best = min(ind, key=lambda r: r["latency_ms_median"])
+            ratios["/".join(map(str, case))] = {"fxcpp_over_best_inductor": fx["latency_ms_median"] / best["latency_ms_median"],
+                                                "best_inductor": best["config"]}
+    return {"geomean_speedup": geo, "fxcpp_vs_best_inductor": ratios,
+            "failures": [{k: r.get(k) for k in ("model", "batch", "dtype", "config", "status", "error")}
+                         for r in records if r["status"] != "ok"]}
+
+
+def _fmt(x, spec=".2f"):
+    return "" if x is None else format(x, spec)
+
+
+def markdown(results: dict) -> str:
+    recs, meta, summ = results["records"], results["meta"], results["summary"]
+    configs = list(summ["geomean_speedup"])
+    lines = [f"Machine: {meta['cpu']}, {meta['threads']} threads, torch {meta['torch']}, commit {meta['git_commit'][:10]}",
+             f"Command: `{meta['command']}`", "",
+             "Latency: median ms (speedup over eager); ✗ accuracy failure, ! compile/run error.", ""]
+    head = ["model", "batch", "dtype"] + configs + ["fxcpp / best inductor"]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for case in sorted({_case(r) for r in recs}, key=lambda c: (c[0], c[1], c[2])):
+        cells = list(map(str, case))
+        for c in configs:
+            r = next((r for r in recs if _case(r) == case and r["config"] == c), None)
+            if r is None:
+                cells.append("")
+            elif r["status"] in ("compile_error", "run_error"):
+                cells.append("!")
+            else:
+                mark = " ✗" if r["status"] == "accuracy_fail" else ""
+                cells.append(f"{_fmt(r.get('latency_ms_median'), '.3f')} ({_fmt(r.get('speedup'))}x){mark}")
+        ratio = summ["fxcpp_vs_best_inductor"].get("/".join(map(str, case)))
+        cells.append(_fmt(ratio and ratio["fxcpp_over_best_inductor"]))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Geometric-mean speedup over eager (correct cases only): " +
+              ", ".join(f"{c} {_fmt(g)}x" for c, g in summ["geomean_speedup"].items()), ""]
+    lines += ["| model | batch | dtype | config | compile cold s | compile warm s | peak RSS MB (×eager) | fxcpp kernels |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in sorted(recs, key=lambda r: (_case(r), configs.index(r["config"]) if r["config"] in configs else 0)):
+        kc = r.get("kernel_counts")
+        kc = ", ".join(f"{k}={v}" for k, v in kc.items() if v) if kc else ""
+        mem = f"{_fmt(r.get('peak_rss_mb'), '.0f')} ({_fmt(r.get('peak_rss_ratio'))})" if r.get("peak_rss_mb") else ""
+        lines.append(f"| {r['model']} | {r['batch']} | {r['dtype']} | {r['config']} | {_fmt(r.get('compile_s_cold'))} | "
+                     f"{_fmt(r.get('compile_s_warm'))} | {mem} | {kc} |")
+    if summ["failures"]:
+        lines += ["", "Failures:"] + [f"- {f['model']}/{f['batch']}/{f['dtype']} {f['config']}: {f['status']} {f['error'] or ''}"
+                                      for f in summ["failures"]]
+    return "\n".join(lines) + "\n"
+
+
+def charts(results: dict, out_dir: str) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    recs = results["records"]
+    configs = [c for c in results["summary"]["geomean_speedup"] if c != "eager"]
+    cases = sorted({_case(r) for r in recs})
+    labels = [f"{m}\nb{b} {d}" for m, b, d in cases]
+    paths = []
+    for metric, fname, title, log in (("speedup", "speedup.png", "Speedup over eager (✗: accuracy failure, not counted)", False),
+                                      ("compile_s_cold", "compile_time.png", "Cold compile time (s, log scale)", True)):
+        fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(cases)), 4))
+        width = 0.8 / max(1, len(configs))
+        for i, c in enumerate(configs):
+            vals = []
+            for case in cases:
+                r = next((r for r in recs if _case(r) == case and r["config"] == c), None)
+                ok = r is not None and r["status"] == "ok"
+                vals.append(r.get(metric) if ok and r.get(metric) else 0)
+            ax.bar([x + i * width for x in range(len(cases))], vals, width, label=c)
+        ax.set_xticks([x + width * (len(configs) - 1) / 2 for x in range(len(cases))])
+        ax.set_xticklabels(labels, fontsize=7)
+        if metric == "speedup":
+            ax.axhline(1.0, color="gray", linewidth=0.8)
+        if log:
+            ax.set_yscale("log")
+        ax.set_title(title)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = os.path.join(out_dir, fname)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def write(results: dict, out_dir: str) -> None:
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    with open(os.path.join(out_dir, "results.md"), "w") as f:
+        f.write(markdown(results))
+    charts(results, out_dir)

@@ -1,0 +1,78 @@
+"""The benchmark harness on a tiny model, in seconds: fields, accuracy flags, failing configurations."""
+import json
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)  # the benchmarks package lives beside the tests, not in site-packages
+
+from benchmarks import configs, harness  # noqa: E402
+
+FIELDS = {"model", "kind", "batch", "dtype", "device", "config", "status", "error", "accuracy_ok", "kernel_counts",
+          "compile_s_cold", "compile_s_warm", "latency_ms_median", "latency_ms_p25", "latency_ms_p75", "repeats",
+          "speedup", "peak_rss_mb", "peak_rss_ratio"}
+
+
+def _run(tmp_path, *extra):
+    out = tmp_path / "out"
+    assert harness.main(["--tiny", "--repeats", "5", "--dtypes", "fp32", "--out", str(out), *extra]) == 0
+    with open(out / "results.json") as f:
+        return json.load(f), out
+
+
+def test_records_have_every_field_and_outputs_are_written(tmp_path):
+    results, out = _run(tmp_path, "--configs", "eager,fxcpp")
+    assert {r["config"] for r in results["records"]} == {"eager", "fxcpp"}
+    for r in results["records"]:
+        assert FIELDS <= set(r), FIELDS - set(r)
+        assert r["status"] == "ok" and r["accuracy_ok"] is True
+        assert r["latency_ms_median"] > 0 and r["repeats"] == 5 and r["peak_rss_mb"] > 0
+    fx = next(r for r in results["records"] if r["config"] == "fxcpp")
+    assert fx["kernel_counts"]["aten"] > 0 and fx["kernel_counts"]["interpreter"] == 0
+    for key in ("cpu", "threads", "torch", "git_commit", "command", "time"):
+        assert key in results["meta"]
+    assert "--tiny" in results["meta"]["command"]
+    assert set(results["summary"]["geomean_speedup"]) == {"eager", "fxcpp"}
+    for name in ("results.json", "results.md", "speedup.png", "compile_time.png"):
+        assert (out / name).stat().st_size > 0
+    assert "| tiny_mlp | 2 | fp32 |" in (out / "results.md").read_text()
+
+
+@pytest.fixture
+def extra_configs(monkeypatch):
+    def wrong(fn):
+        return lambda *a: fn(*a) + 1  # compiles fine, returns wrong numbers
+
+    def raising(fn):
+        def call(*a):
+            raise RuntimeError("boom: this configuration cannot compile")
+        return call
+
+    monkeypatch.setitem(configs.CONFIGS, "wrong", configs.Config("wrong", wrong))
+    monkeypatch.setitem(configs.CONFIGS, "raising", configs.Config("raising", raising))
+
+
+def test_accuracy_failures_are_flagged_and_never_counted(tmp_path, extra_configs):
+    results, out = _run(tmp_path, "--configs", "eager,wrong,fxcpp", "--no-memory")
+    wrong = next(r for r in results["records"] if r["config"] == "wrong")
+    assert wrong["accuracy_ok"] is False and wrong["status"] == "accuracy_fail"
+    assert results["summary"]["geomean_speedup"]["wrong"] is None  # not a speedup
+    assert results["summary"]["geomean_speedup"]["fxcpp"] is not None
+    assert "✗" in (out / "results.md").read_text()
+
+
+def test_a_configuration_that_fails_to_compile_is_reported(tmp_path, extra_configs):
+    results, out = _run(tmp_path, "--configs", "eager,raising,fxcpp", "--no-memory")
+    bad = next(r for r in results["records"] if r["config"] == "raising")
+    assert bad["status"] == "compile_error" and "boom" in bad["error"]
+    assert "latency_ms_median" not in bad
+    good = next(r for r in results["records"] if r["config"] == "fxcpp")
+    assert good["status"] == "ok" and good["latency_ms_median"] > 0
+    assert any(f["config"] == "raising" for f in results["summary"]["failures"])
+
+
+def test_unknown_configuration_is_a_clear_error():
+    with pytest.raises(SystemExit, match="unknown configuration"):
+        configs.get(["eager", "nope"])
