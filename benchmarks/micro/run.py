@@ -52,7 +52,7 @@ def physical_cores() -> int:
     return len(cores) or len(os.sched_getaffinity(0))
 
 
-def machine_info(threads: int) -> dict:
+def machine_info(threads: int, command: str) -> dict:
     model, flags = platform.processor(), set()
     try:
         for line in open("/proc/cpuinfo"):
@@ -83,7 +83,7 @@ def machine_info(threads: int) -> dict:
         "python": platform.python_version(),
         "git_commit": git("rev-parse", "HEAD"),
         "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
-        "command": shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv])),
+        "command": command,
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
@@ -229,7 +229,10 @@ def main(argv=None) -> dict:
     torch.set_num_threads(args.threads)
     backends = ["eager", "fxcpp"] + ([] if args.no_inductor else ["inductor"])
     t0 = time.time()
-    r = {"machine": machine_info(args.threads), "quick": args.quick, "backends": backends}
+    # Called in-process (tests), the process command line is not this run's: rebuild it from argv.
+    cmd = getattr(sys, "orig_argv", [sys.executable, *sys.argv]) if argv is None else [
+        sys.executable, "-m", "benchmarks.micro.run", *argv]
+    r = {"machine": machine_info(args.threads, shlex.join(cmd)), "quick": args.quick, "backends": backends}
     r["peak"] = measure_peak(args.threads, args.quick)
     r["triad"] = native.stream_triad(args.threads, 64, 10 if args.quick else 50)
     r["gemm"] = measure_gemm(args.threads, args.quick, r["peak"])
