@@ -12,7 +12,7 @@ import torch.fx as fx
 
 from . import lowering
 from . import compiled as _compiled
-from .compiled import CompiledAtenGraph, CppPartition, InterpretedGraph
+from .compiled import CppPartition, InterpretedGraph
 from .options import Options
 
 KERNELS = ("onednn", "cpu_fused", "cuda", "aten", "interpreter")

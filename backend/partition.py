@@ -12,7 +12,6 @@ Both reuse torch.fx's CapabilityBasedPartitioner.
 """
 from __future__ import annotations
 
-import torch
 import torch.fx as fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase

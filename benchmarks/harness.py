@@ -24,28 +24,15 @@ import torch
 from torch._dynamo.utils import same
 
 from . import configs as cfgs
-from . import report, suite
+from . import machine, report, suite
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 TOLERANCE = {"fp32": 1e-3, "bf16": 1e-2}
 
 
 def machine_info(device: str, argv: list[str]) -> dict:
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
-                                cwd=os.path.dirname(__file__)).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
-    info = {"cpu": cpu, "logical_cpus": os.cpu_count(), "threads": torch.get_num_threads(),
-            "torch": torch.__version__, "python": sys.version.split()[0], "git_commit": commit,
-            "command": " ".join(["python", "-m", "benchmarks.harness"] + argv),
-            "device": device, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    info = machine.machine_info(torch.get_num_threads(), " ".join(["python", "-m", "benchmarks.harness"] + argv))
+    info["device"] = device
     if device == "cuda":
         info["gpu"] = torch.cuda.get_device_name()
     return info
@@ -54,12 +41,7 @@ def machine_info(device: str, argv: list[str]) -> dict:
 def bf16_supported(device: str) -> bool:
     if device == "cuda":
         return torch.cuda.is_bf16_supported()
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = f.read()
-        return "avx512_bf16" in flags or "amx_bf16" in flags
-    except OSError:
-        return False
+    return bool({"avx512_bf16", "amx_bf16"} & set(machine.machine_info(1, "")["isa_flags"]))
 
 
 def sync(device: str):
@@ -194,7 +176,7 @@ def parse_args(argv=None):
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--threads", type=int, default=0, help="default: torch's default (the physical cores)")
+    p.add_argument("--threads", type=int, default=machine.physical_cores(), help="default: the physical cores")
     p.add_argument("--no-memory", dest="memory", action="store_false")
     p.add_argument("--out", default="benchmarks/results/latest")
     args = p.parse_args(argv)
@@ -206,8 +188,7 @@ def parse_args(argv=None):
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads)
     import fxcpp  # noqa: F401  (registers the backend even without the entry point)
 
     configs = cfgs.get([c for c in args.configs.split(",") if c] or cfgs.DEFAULTS[args.device])

@@ -52,7 +52,8 @@ def _fmt(x, spec=".2f"):
 def markdown(results: dict) -> str:
     recs, meta, summ = results["records"], results["meta"], results["summary"]
     configs = list(summ["geomean_speedup"])
-    lines = [f"Machine: {meta['cpu']}, {meta['threads']} threads, torch {meta['torch']}, commit {meta['git_commit'][:10]}",
+    lines = [f"Machine: {meta['cpu_model']}, {meta['threads']} threads, torch {meta['torch_version']}, "
+             f"commit {(meta['git_commit'] or '')[:10]}",
              f"Command: `{meta['command']}`", "",
              "Latency: median ms (speedup over eager); ✗ accuracy failure, ! compile/run error.", ""]
     head = ["model", "batch", "dtype"] + configs + ["fxcpp / best inductor"]

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,6 +17,7 @@ import torch
 import torch.utils.benchmark as tb
 
 from . import native
+from ..machine import machine_info, physical_cores
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,58 +32,6 @@ MEMORY_KERNELS = {
 
 def _tiny(x):
     return ((x + 1) * 2).relu().sum()
-
-
-def physical_cores() -> int:
-    """Distinct (physical id, core id) pairs: hyper-threads share FMA units and bandwidth."""
-    cores, phys = set(), "0"
-    try:
-        for line in open("/proc/cpuinfo"):
-            key, _, val = line.partition(":")
-            key, val = key.strip(), val.strip()
-            if key == "physical id":
-                phys = val
-            elif key == "core id":
-                cores.add((phys, val))
-    except OSError:
-        pass
-    return len(cores) or len(os.sched_getaffinity(0))
-
-
-def machine_info(threads: int, command: str) -> dict:
-    model, flags = platform.processor(), set()
-    try:
-        for line in open("/proc/cpuinfo"):
-            key, _, val = line.partition(":")
-            if key.strip() == "model name":
-                model = val.strip()
-            elif key.strip() == "flags":
-                flags = set(val.split())
-    except OSError:
-        pass
-
-    def git(*args):
-        try:
-            return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return None
-
-    l3 = Path("/sys/devices/system/cpu/cpu0/cache/index3/size")
-    return {
-        "cpu_model": model,
-        "logical_cpus": os.cpu_count(),
-        "physical_cores": physical_cores(),
-        "isa_flags": sorted(flags & {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile"}),
-        "l3": l3.read_text().strip() if l3.exists() else None,
-        "threads": threads,
-        "torch_version": torch.__version__,
-        "torch_threads": torch.get_num_threads(),
-        "python": platform.python_version(),
-        "git_commit": git("rev-parse", "HEAD"),
-        "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
-        "command": command,
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
 
 
 def _time(fn, args, threads: int, min_run_time: float) -> float:

@@ -1,0 +1,64 @@
+"""What machine a result came from: shared by the suite harness and the micro-benchmarks."""
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def physical_cores() -> int:
+    """Distinct (physical id, core id) pairs: hyper-threads share FMA units and bandwidth."""
+    cores, phys = set(), "0"
+    try:
+        for line in open("/proc/cpuinfo"):
+            key, _, val = line.partition(":")
+            key, val = key.strip(), val.strip()
+            if key == "physical id":
+                phys = val
+            elif key == "core id":
+                cores.add((phys, val))
+    except OSError:
+        pass
+    return len(cores) or len(os.sched_getaffinity(0))
+
+
+def machine_info(threads: int, command: str) -> dict:
+    model, flags = platform.processor(), set()
+    try:
+        for line in open("/proc/cpuinfo"):
+            key, _, val = line.partition(":")
+            if key.strip() == "model name":
+                model = val.strip()
+            elif key.strip() == "flags":
+                flags = set(val.split())
+    except OSError:
+        pass
+
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return None
+
+    l3 = Path("/sys/devices/system/cpu/cpu0/cache/index3/size")
+    return {
+        "cpu_model": model,
+        "logical_cpus": os.cpu_count(),
+        "physical_cores": physical_cores(),
+        "isa_flags": sorted(flags & {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile"}),
+        "l3": l3.read_text().strip() if l3.exists() else None,
+        "threads": threads,
+        "torch_version": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "git_commit": git("rev-parse", "HEAD"),
+        "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "command": command,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
