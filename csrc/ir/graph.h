@@ -126,6 +126,11 @@ class Graph {
   bool is_graph_output(const Value* v) const;
   void remove_dead_nodes();  // drops nodes marked dead
   std::string str() const;
+  // An Executable's plan points into the graph: once one is built the graph is read-only.
+  void freeze() { frozen_ = true; }
+  void check_mutable(const char* what) const {
+    if (frozen_) throw std::logic_error(std::string("fxcpp: cannot ") + what + ": an Executable was built from this graph");
+  }
 
  private:
   Value* new_value(const std::string& name, ValueKind kind, std::optional<TensorMeta> meta);
@@ -133,6 +138,7 @@ class Graph {
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<Value*> inputs_;
   std::vector<Arg> outputs_;
+  bool frozen_ = false;
 };
 
 std::optional<c10::OperatorHandle> find_op(const std::string& target);

@@ -160,13 +160,16 @@ PYBIND11_MODULE(_C, m) {
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph")
       .def(py::init<>())
       .def("add_input", [](Graph& g, const std::string& name, const std::string& kind, py::handle meta) {
+        g.check_mutable("add an input");
         return g.add_input(name, to_kind(kind), to_meta(meta))->id;
       })
       .def("add_constant", [](Graph& g, const std::string& name, py::handle value) {
+        g.check_mutable("add a constant");
         return g.add_constant(name, to_ivalue(value), std::nullopt)->id;
       })
       .def("add_node", [](Graph& g, const std::string& name, const std::string& target, py::sequence args,
                           py::dict kwargs, const std::string& fx_repr, py::sequence outputs) {
+        g.check_mutable("add a node");
         std::vector<Arg> a;
         for (auto x : args) a.push_back(to_arg(g, x));
         std::vector<std::pair<std::string, Arg>> kw;
@@ -181,6 +184,7 @@ PYBIND11_MODULE(_C, m) {
         return ids;
       })
       .def("set_outputs", [](Graph& g, py::sequence outs) {
+        g.check_mutable("set the outputs");
         std::vector<Arg> a;
         for (auto x : outs) a.push_back(to_arg(g, x));
         g.set_outputs(std::move(a));
@@ -210,12 +214,14 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("prim_names", &prim_names);
   m.def("run_pass", [](Graph& g, const std::string& name, bool verify_each) {
+    g.check_mutable("run a pass");
     PassContext ctx;
     ctx.verify_each = verify_each;
     return run_pass(name, g, ctx);
   }, py::arg("graph"), py::arg("name"), py::arg("verify_each") = true);
   // Returns [(pass, changed, graph text after it or "")].
   m.def("run_pipeline", [](Graph& g, const std::vector<std::string>& disabled, bool verify_each, bool dump) {
+    g.check_mutable("run the pass pipeline");
     PassContext ctx;
     ctx.disabled = {disabled.begin(), disabled.end()};
     ctx.verify_each = verify_each;
@@ -226,7 +232,10 @@ PYBIND11_MODULE(_C, m) {
   }, py::arg("graph"), py::arg("disabled") = std::vector<std::string>{}, py::arg("verify_each") = true, py::arg("dump") = false);
 
   py::class_<Executable, std::shared_ptr<Executable>>(m, "Executable")
-      .def(py::init([](std::shared_ptr<Graph> g) { return std::make_shared<Executable>(g); }))
+      .def(py::init([](std::shared_ptr<Graph> g) {
+        g->freeze();
+        return std::make_shared<Executable>(g);
+      }))
       .def("run", [](const Executable& e, py::sequence inputs) {
         auto ins = to_ivalues(inputs);
         std::vector<c10::IValue> outs;

@@ -85,3 +85,16 @@ def test_constants_and_lists_cross_into_cpp():
     out, none = _C.Executable(g).run([t])
     torch.testing.assert_close(out, t.view(3, 2).sum(0, keepdim=True, dtype=torch.float64) * torch.full((2,), 2.0))
     assert none is None
+
+
+def test_graph_is_read_only_once_an_executable_exists():
+    g = _C.Graph()
+    x = g.add_input("x", "Tensor", meta([2]))
+    (y,) = g.add_node("r", "aten::relu", [("v", x)], {}, "", [("Tensor", None)])
+    g.set_outputs([("v", y)])
+    exe = _C.Executable(g)
+    with pytest.raises(RuntimeError, match="cannot run a pass: an Executable was built from this graph"):
+        _C.run_pass(g, "dce")
+    with pytest.raises(RuntimeError, match="cannot add a node"):
+        g.add_node("n", "aten::neg", [("v", x)], {}, "", [("Tensor", None)])
+    torch.testing.assert_close(exe.run([torch.tensor([-1.0, 2.0])])[0], torch.tensor([0.0, 2.0]))
