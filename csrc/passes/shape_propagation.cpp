@@ -179,7 +179,14 @@ bool shape_propagation_pass(Graph& g, const PassContext&) {
     for (const auto& a : n->args)
       for_each_value(a, [&](Value* v) { inputs_known &= v->kind != ValueKind::Tensor || v->meta.has_value(); });
     if (!inputs_known) continue;
-    Metas computed = it->second(ShapeCtx{*n});
+    Metas computed;
+    try {
+      computed = it->second(ShapeCtx{*n});
+    } catch (const NodeError&) {
+      throw;
+    } catch (const std::exception& e) {  // e.g. an index out of range: still an error naming the node
+      throw NodeError(*n, std::string("shape propagation failed: ") + e.what());
+    }
     for (size_t i = 0; i < computed.size() && i < n->outputs.size(); ++i) {
       if (!computed[i]) continue;
       Value* out = n->outputs[i];

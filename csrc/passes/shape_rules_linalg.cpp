@@ -43,7 +43,8 @@ static Metas convolution(const ShapeCtx& c) {
   auto stride = c.int_list(3), padding = c.int_list(4), dilation = c.int_list(5), out_pad = c.int_list(7);
   bool transposed = c.bool_arg(6);
   int64_t groups = c.int_arg(8);
-  if (x.dim() != w.dim()) c.fail("input rank " + std::to_string(x.dim()) + " does not match weight rank " + std::to_string(w.dim()));
+  if (x.dim() != w.dim() || x.dim() < 3)
+    c.fail("input rank " + std::to_string(x.dim()) + " does not match weight rank " + std::to_string(w.dim()));
   std::vector<Dim> out{x.sizes[0]};
   out.push_back(transposed ? dim_mul(w.sizes[1], Dim::of(groups)) : w.sizes[0]);
   for (int64_t i = 2; i < x.dim(); ++i) {
@@ -69,6 +70,7 @@ void add_linalg_rules(ShapeRuleTable& t) {
   t["aten::linear"] = [](const ShapeCtx& c) -> Metas {
     const TensorMeta& x = c.in(0);
     const TensorMeta& w = c.in(1);
+    if (x.dim() < 1 || w.dim() != 2) c.fail("linear expects an input of rank >= 1 and a 2-d weight");
     check_inner(c, x.sizes.back(), w.sizes.back());
     auto s = x.sizes;
     s.back() = w.sizes[0];

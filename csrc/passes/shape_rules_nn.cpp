@@ -5,8 +5,12 @@ namespace fxcpp {
 
 // Reduce `dims` (all when empty) of x, keeping them as 1 when keepdim.
 static std::vector<Dim> reduce_shape(const ShapeCtx& c, const TensorMeta& x, std::vector<int64_t> dims, bool keepdim) {
+  if (x.dim() == 0) {  // a 0-dim tensor reduces to itself (dim 0 and -1 are allowed, as in eager)
+    for (auto d : dims) wrap_dim(c, d, 0);
+    return {};
+  }
   std::vector<bool> red(x.sizes.size(), dims.empty());
-  for (auto d : dims) red[wrap_dim(c, d, x.dim())] = true;
+  for (auto d : dims) red.at(wrap_dim(c, d, x.dim())) = true;
   std::vector<Dim> s;
   for (size_t i = 0; i < red.size(); ++i) {
     if (!red[i]) s.push_back(x.sizes[i]);
@@ -50,6 +54,7 @@ static Dim pool_out(const Dim& in, int64_t k, int64_t s, int64_t p, int64_t d, b
 static ShapeRule pool2d(bool is_max) {
   return [is_max](const ShapeCtx& c) -> Metas {
     const TensorMeta& x = c.in(0);
+    if (x.dim() < 3) c.fail("2-d pooling expects a 3-d or 4-d input");
     auto k = c.int_list(1), s = c.int_list(2), p = c.int_list(3);
     std::vector<int64_t> d = is_max ? c.int_list(4) : std::vector<int64_t>{1};
     bool ceil_mode = c.bool_arg(is_max ? 5 : 4);
@@ -76,12 +81,14 @@ void add_nn_rules(ShapeRuleTable& t) {
     t[std::string("aten::") + op] = same_as_input;
   t["aten::embedding"] = [](const ShapeCtx& c) -> Metas {
     const TensorMeta& w = c.in(0);
+    if (w.dim() != 2) c.fail("embedding weight must be 2-d");
     auto s = c.in(1).sizes;
     s.push_back(w.sizes.at(1));
     return {meta_like(w, s)};
   };
   t["aten::adaptive_avg_pool2d"] = [](const ShapeCtx& c) -> Metas {
     auto s = c.in(0).sizes;
+    if (s.size() < 3) c.fail("adaptive_avg_pool2d expects a 3-d or 4-d input");
     auto o = c.int_list(1);
     s[s.size() - 2] = Dim::of(o.at(0));
     s[s.size() - 1] = Dim::of(o.size() > 1 ? o[1] : o[0]);
@@ -92,6 +99,7 @@ void add_nn_rules(ShapeRuleTable& t) {
   t["aten::avg_pool2d"] = pool2d(false);
   t["aten::_scaled_dot_product_flash_attention_for_cpu"] = [](const ShapeCtx& c) -> Metas {
     auto s = c.in(0).sizes;
+    if (s.empty() || c.in(2).sizes.empty()) c.fail("attention expects at least 1-d query and value");
     s.back() = c.in(2).sizes.back();
     return {meta_like(c.in(0), s)};
   };

@@ -93,6 +93,7 @@ static Metas expand(const ShapeCtx& c) {
 // slice(self, dim, start?, end?, step): symbolic bounds leave the size unknown.
 static Metas slice(const ShapeCtx& c) {
   const TensorMeta& x = c.in(0);
+  if (x.dim() == 0) c.fail("slice() cannot be applied to a 0-dim tensor");
   auto s = x.sizes;
   int64_t d = wrap_dim(c, c.int_arg(1), x.dim());
   const Arg& start = c.node.args[2];
@@ -113,6 +114,7 @@ static Metas slice(const ShapeCtx& c) {
 
 static Metas select(const ShapeCtx& c) {
   const TensorMeta& x = c.in(0);
+  if (x.dim() == 0) c.fail("select() cannot be applied to a 0-dim tensor");
   auto s = x.sizes;
   s.erase(s.begin() + wrap_dim(c, c.int_arg(1), x.dim()));
   return {meta_like(x, s)};
@@ -131,6 +133,7 @@ static Metas cat(const ShapeCtx& c) {
   if (ins.empty()) return {std::nullopt};
   std::vector<PromoteOperand> ops;
   for (auto* m : ins) ops.push_back({m->dtype, 2});
+  if (ins[0]->dim() == 0) c.fail("zero-dimensional tensor cannot be concatenated");
   auto s = ins[0]->sizes;
   int64_t d = wrap_dim(c, c.int_arg(1), ins[0]->dim());
   for (size_t i = 1; i < ins.size(); ++i) {

@@ -34,6 +34,8 @@ CASES = {
     "attention": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
                   (torch.randn(2, 3, 8, 16), torch.randn(2, 3, 8, 16), torch.randn(2, 3, 8, 32))),
     "to_copy": (lambda x: (x.to(torch.bfloat16), x.double().sum()), (torch.randn(3, 3),)),
+    "zero_dim": (lambda x: (x.sum(0), x.mean(-1), x.amax(0), x.sum(0, keepdim=True), torch.prod(x, 0)),
+                 (torch.tensor(3.0),)),
 }
 
 
@@ -95,4 +97,20 @@ def test_invalid_shapes_are_errors_naming_the_node():
     (y,) = g.add_node("mm", "aten::mm", [("v", a), ("v", b)], {}, "", [("Tensor", None)])
     g.set_outputs([("v", y)])
     with pytest.raises(_C.FxcppNodeError, match=r"node 'mm' \(aten::mm\).*inner dimensions do not match: 3 vs 4"):
+        _C.run_pass(g, "shape_propagation")
+
+
+@pytest.mark.parametrize("target, args", [
+    ("aten::select.int", [("c", 0), ("c", 0)]),
+    ("aten::slice.Tensor", [("c", 0)]),
+    ("aten::sum.dim_IntList", [("l", [("c", 3)])]),
+    ("aten::cat", None),
+])
+def test_bad_ranks_are_errors_not_crashes(target, args):
+    g = _C.Graph()
+    x = g.add_input("x", "Tensor", (torch.float32, [], None, torch.device("cpu")))
+    node_args = [("l", [("v", x), ("v", x)]), ("c", 0)] if args is None else [("v", x)] + args
+    (y,) = g.add_node("bad", target, node_args, {}, "", [("Tensor", None)])
+    g.set_outputs([("v", y)])
+    with pytest.raises(_C.FxcppNodeError, match="node 'bad'"):
         _C.run_pass(g, "shape_propagation")
