@@ -1,12 +1,14 @@
 """The suite harness: eager, Inductor and fxcpp side by side in one process.
 
     python -m benchmarks.harness [--quick] [--models a,b] [--configs eager,fxcpp] [--dtypes fp32,bf16]
-                                 [--device cpu|cuda] [--repeats 30] [--no-memory] [--out DIR]
+                                 [--device cpu|cuda] [--repeats 30] [--no-isolated] [--out DIR]
 
-Per model × batch × dtype: cold and warm compile time of every configuration,
-accuracy against an fp64 reference (torch._dynamo.utils.same, as PyTorch's own
-harness), interleaved latency (median and quartiles of ≥30 repeats), fxcpp's
-kernel counts, and peak memory measured in a separate process per configuration.
+Per model × batch × dtype and configuration: a cold compile and the peak memory,
+each configuration alone in a fresh process (benchmarks/isolated.py); in this
+process a warm compile (Dynamo reset, on-disk caches kept), accuracy against an
+fp64 reference (torch._dynamo.utils.same, as PyTorch's own harness), interleaved
+latency (median and quartiles of ≥30 repeats) and fxcpp's kernel counts.
+Compile times are the wall time of the first call (compiling plus one run).
 """
 from __future__ import annotations
 
@@ -17,7 +19,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 import torch
@@ -47,17 +48,6 @@ def bf16_supported(device: str) -> bool:
 def sync(device: str):
     if device == "cuda":
         torch.cuda.synchronize()
-
-
-def fresh_inductor_caches():
-    """A new on-disk cache folder and empty in-memory caches: the next Inductor compile is cold."""
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-cold-")
-    try:
-        from torch._inductor.utils import clear_inductor_caches
-
-        clear_inductor_caches()
-    except ImportError:
-        pass
 
 
 def first_call(cfg, fn, inputs, device, record_into=None):
@@ -94,8 +84,8 @@ def timed(fns: dict, inputs, device, repeats: int, warmup: int) -> dict:
     return samples
 
 
-def memory_in_subprocess(spec_name, batch, dtype, device, config, tiny) -> dict:
-    cmd = [sys.executable, "-m", "benchmarks.memory", json.dumps(
+def isolated_run(spec_name, batch, dtype, device, config, tiny) -> dict:
+    cmd = [sys.executable, "-m", "benchmarks.isolated", json.dumps(
         {"model": spec_name, "batch": batch, "dtype": dtype, "device": device, "config": config, "tiny": tiny})]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=root, timeout=1800)
@@ -119,10 +109,10 @@ def run_case(spec, batch, dtype_name, device, configs, args) -> list[dict]:
             rec = dict(base, config=cfg.name, status="ok", error=None, accuracy_ok=None, kernel_counts=None)
             records.append(rec)
             try:
-                fresh_inductor_caches()
                 torch._dynamo.reset()
                 graphs = []
                 fn = cfg.compile(lambda *a: suite.call(spec, model, a))
+                # Cold only when this process has not compiled the model before; see isolated.py.
                 out, rec["compile_s_cold"] = first_call(cfg, fn, inputs, device, graphs)
                 if cfg.name.startswith("fxcpp"):
                     from fxcpp.explain import Report
@@ -155,10 +145,10 @@ def run_case(spec, batch, dtype_name, device, configs, args) -> list[dict]:
                    latency_ms_p75=q[2] * 1e3, repeats=len(s))
         if eager_median:
             rec["speedup"] = eager_median / statistics.median(s)
-    if args.memory:
+    if args.isolated:
         for rec in records:
             if rec["status"] in ("ok", "accuracy_fail"):
-                rec.update(memory_in_subprocess(spec.name, batch, dtype_name, device, rec["config"], args.tiny))
+                rec.update(isolated_run(spec.name, batch, dtype_name, device, rec["config"], args.tiny))
         eager_peak = next((r.get("peak_rss_mb") for r in records if r["config"] == "eager"), None)
         for rec in records:
             if eager_peak and rec.get("peak_rss_mb"):
@@ -177,7 +167,9 @@ def parse_args(argv=None):
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--threads", type=int, default=machine.physical_cores(), help="default: the physical cores")
-    p.add_argument("--no-memory", dest="memory", action="store_false")
+    p.add_argument("--no-isolated", dest="isolated", action="store_false",
+                   help="skip the fresh process per configuration (cold compile, peak memory): "
+                        "compile_s_cold is then the first compile in this process")
     p.add_argument("--out", default="benchmarks/results/latest")
     args = p.parse_args(argv)
     if args.repeats < 30 and not args.tiny:

@@ -55,7 +55,7 @@ def extra_configs(monkeypatch):
 
 
 def test_accuracy_failures_are_flagged_and_never_counted(tmp_path, extra_configs):
-    results, out = _run(tmp_path, "--configs", "eager,wrong,fxcpp", "--no-memory")
+    results, out = _run(tmp_path, "--configs", "eager,wrong,fxcpp", "--no-isolated")
     wrong = next(r for r in results["records"] if r["config"] == "wrong")
     assert wrong["accuracy_ok"] is False and wrong["status"] == "accuracy_fail"
     assert results["summary"]["geomean_speedup"]["wrong"] is None  # not a speedup
@@ -64,7 +64,7 @@ def test_accuracy_failures_are_flagged_and_never_counted(tmp_path, extra_configs
 
 
 def test_a_configuration_that_fails_to_compile_is_reported(tmp_path, extra_configs):
-    results, out = _run(tmp_path, "--configs", "eager,raising,fxcpp", "--no-memory")
+    results, out = _run(tmp_path, "--configs", "eager,raising,fxcpp", "--no-isolated")
     bad = next(r for r in results["records"] if r["config"] == "raising")
     assert bad["status"] == "compile_error" and "boom" in bad["error"]
     assert "latency_ms_median" not in bad

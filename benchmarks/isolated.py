@@ -1,0 +1,54 @@
+"""One model × configuration alone in a fresh process: a truly cold compile (new
+Inductor cache folder, nothing in memory) and the peak memory of compiling and running.
+
+    python -m benchmarks.isolated '{"model": "mlp", "batch": 32, "dtype": "fp32", "device": "cpu", "config": "fxcpp"}'
+Prints {"compile_s_cold": ..., "peak_rss_mb": ..., "cuda_max_alloc_mb": ...} as the last line.
+"""
+import json
+import os
+import sys
+import tempfile
+import time
+
+# Before torch is imported, so Inductor sees an empty cache.
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-cold-")
+
+import torch  # noqa: E402
+
+from . import configs, suite  # noqa: E402
+from .harness import DTYPES, sync  # noqa: E402
+
+
+def peak_rss_mb() -> float:
+    """VmHWM: this process's own peak RSS. (ru_maxrss would include the parent's, inherited across fork+exec.)"""
+    with open("/proc/self/status") as f:
+        kb = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    return kb / 1024
+
+
+def main() -> int:
+    a = json.loads(sys.argv[1])
+    import fxcpp  # noqa: F401
+
+    spec = next(s for s in (suite.TINY if a.get("tiny") else suite.SUITE) if s.name == a["model"])
+    model, inputs = spec.build(a["batch"])
+    model, inputs = suite.to_dtype(model, inputs, DTYPES[a["dtype"]], a["device"])
+    cfg = configs.CONFIGS[a["config"]]
+    fn = cfg.compile(lambda *x: suite.call(spec, model, x))
+    with torch.no_grad():
+        t0 = time.perf_counter()
+        with cfg.compile_context():
+            fn(*inputs)
+        sync(a["device"])
+        out = {"compile_s_cold": time.perf_counter() - t0}
+        for _ in range(5):
+            fn(*inputs)
+    out["peak_rss_mb"] = peak_rss_mb()
+    if a["device"] == "cuda":
+        out["cuda_max_alloc_mb"] = torch.cuda.max_memory_allocated() / 2**20
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
