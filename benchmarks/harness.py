@@ -163,6 +163,7 @@ def parse_args(argv=None):
     p.add_argument("--models", default="", help="comma-separated model names (default: the whole suite)")
     p.add_argument("--configs", default="", help=f"comma-separated, from {sorted(cfgs.CONFIGS)}")
     p.add_argument("--dtypes", default="fp32,bf16")
+    p.add_argument("--small", action="store_true", help="only each model's small batch")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--warmup", type=int, default=3)
@@ -189,13 +190,12 @@ def main(argv=None) -> int:
         print("bf16 is not supported on this device: fp32 only")
         dtypes = [d for d in dtypes if d != "bf16"]
     cases = [(s, b, d) for s, b in suite.find([m for m in args.models.split(",") if m], args.quick, args.tiny)
-             for d in dtypes]
-    records = []
+             for d in dtypes if not (args.small and b != s.batches[0])]
+    records, meta = [], machine_info(args.device, argv)
     for spec, batch, dtype in report.progress(cases, desc="models"):
         records += run_case(spec, batch, dtype, args.device, configs, args)
-    results = {"meta": machine_info(args.device, argv), "records": records,
-               "summary": report.summarize(records, [c.name for c in configs])}
-    report.write(results, args.out)
+        results = {"meta": meta, "records": records, "summary": report.summarize(records, [c.name for c in configs])}
+        report.write(results, args.out)  # after every case: a long run that is stopped keeps what it measured
     print(report.markdown(results))
     return 0
 
