@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "pin.h"
 
 // 12 chains > latency (4-6 cycles) x issue width, so the FMA ports never wait.
 constexpr int kChains = 12;
@@ -77,21 +78,6 @@ static double bf16_kernel(long iters, float seed) {
 
 using Kernel = double (*)(long, float);
 
-static void pin(int slot) {
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
-  int seen = 0;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (!CPU_ISSET(c, &allowed)) continue;
-    if (seen++ == slot) {
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(c, &one);
-      pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
-      return;
-    }
-  }
-}
 
 // Runs `kernel` on n pinned threads for about `seconds`, in 5 timed rounds; returns the best
 // aggregate GFLOP/s. All threads start together and the round ends when the slowest finishes.

@@ -16,7 +16,7 @@ FLAGS = ["-O3", "-march=native", "-pthread", "-std=c++17"]
 def build(name: str) -> Path:
     """Compiles benchmarks/micro/<name>.cpp; the binary name carries a hash of source, compiler and flags."""
     src = HERE / f"{name}.cpp"
-    key = hashlib.sha256(src.read_bytes() + " ".join([CXX, *FLAGS]).encode()).hexdigest()[:12]
+    key = hashlib.sha256(src.read_bytes() + (HERE / "pin.h").read_bytes() + " ".join([CXX, *FLAGS]).encode()).hexdigest()[:12]
     exe = BUILD_DIR / f"{name}-{key}"
     if exe.exists():
         return exe

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <thread>
 #include <vector>
+#include "pin.h"
 
 // Spinning sense-reversing barrier: std::barrier (libstdc++ 12) gave impossibly short times here.
 class SpinBarrier {
@@ -31,21 +32,6 @@ class SpinBarrier {
   std::atomic<bool> sense_{false};
 };
 
-static void pin(int slot) {
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
-  int seen = 0;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (!CPU_ISSET(c, &allowed)) continue;
-    if (seen++ == slot) {
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(c, &one);
-      pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
-      return;
-    }
-  }
-}
 
 int main(int argc, char** argv) {
   int n = argc > 1 ? std::atoi(argv[1]) : int(std::thread::hardware_concurrency());
