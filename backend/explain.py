@@ -64,9 +64,9 @@ def _cpp_rows(tag: str, gm: fx.GraphModule, part: CppPartition, label: str) -> l
     return rows
 
 
-def _interp_rows(tag: str, gm: fx.GraphModule, times: dict | None, label="interpreter") -> list[NodeRow]:
+def _interp_rows(tag: str, nodes, times: dict | None, label="interpreter") -> list[NodeRow]:
     rows = []
-    for n in gm.graph.nodes:
+    for n in nodes:
         if n.op == "call_function":
             shape, dtype = _shape_dtype(n)
             t = times.get(n.name) / 1e3 if times and n.name in times else None
@@ -77,8 +77,7 @@ def _interp_rows(tag: str, gm: fx.GraphModule, times: dict | None, label="interp
 def rows_of(g) -> list[NodeRow]:
     tag = f"{g.id}:{g.kind}"
     if isinstance(g, InterpretedGraph):  # only its torch.fx.wrap calls; compiled parts report themselves
-        return [r for n in g.parent.graph.nodes if n.op == "call_function" and n.target is not operator.getitem
-                for r in _interp_rows(tag, _single_node_gm(n), g.interp_times)]
+        return _interp_rows(tag, [n for n in g.parent.graph.nodes if n.target is not operator.getitem], g.interp_times)
     if g.single is not None:
         return _cpp_rows(tag, g.gm, g.single, "cpp0")
     rows = []
@@ -88,18 +87,10 @@ def rows_of(g) -> list[NodeRow]:
             label = n.target.replace("fxcpp_", "")
             rows += _cpp_rows(tag, g.partitions[n.target].fx, g.partitions[n.target], label)
         elif n.op == "call_module":  # a partition that fell back to the Interpreter
-            rows += _interp_rows(tag, g.parent.get_submodule(n.target), None)
+            rows += _interp_rows(tag, g.parent.get_submodule(n.target).graph.nodes, None)
         elif n.op == "call_function" and not (n.target is operator.getitem and n.args[0].op == "call_module"):
-            rows += _interp_rows(tag, _single_node_gm(n), times)
+            rows += _interp_rows(tag, [n], times)
     return rows
-
-
-def _single_node_gm(n: fx.Node):
-    class _One:  # duck-typed: _interp_rows only walks .graph.nodes
-        class graph:
-            nodes = [n]
-
-    return _One
 
 
 class Report:
