@@ -73,6 +73,14 @@ class CppPartition(torch.nn.Module):
         return outs[0] if self.single_output else tuple(outs)
 
 
+def interpret(owner, gm: fx.GraphModule, args):
+    """Run gm in the Interpreter; with Options.profile, keep per-node times on owner.interp_times."""
+    times = {} if owner.opts.profile else None
+    out = _TimingInterpreter(gm, times).run(*args)
+    owner.interp_times = times
+    return out
+
+
 class _TimingInterpreter(fx.Interpreter):
     """Runs the parent graph, timing the nodes that run in the Interpreter."""
 
@@ -115,10 +123,7 @@ class InterpretedGraph:
         record(self)
 
     def __call__(self, *args):
-        times = {} if self.opts.profile else None
-        out = _TimingInterpreter(self.parent, times).run(*args)
-        self.interp_times = times
-        return out
+        return interpret(self, self.parent, args)
 
 
 class CompiledAtenGraph:
@@ -191,9 +196,7 @@ class CompiledAtenGraph:
         if self.single is not None:
             outs = self.single.run_list(args)
         else:
-            times = {} if self.opts.profile else None
-            outs = _TimingInterpreter(self.parent, times).run(*args)
-            self.interp_times = times
+            outs = interpret(self, self.parent, args)
         args.clear()
         return outs
 

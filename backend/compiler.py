@@ -19,9 +19,9 @@ import torch.fx as fx
 from torch._dynamo.backends.common import aot_autograd
 from torch.utils import _pytree as pytree
 
-from . import partition
 from torch._dynamo.exc import RestartAnalysis
 
+from . import partition
 from .compiled import CompiledAtenGraph, EagerFallback, FxcppCompileError, InterpretedGraph, dump
 from .options import Options
 
@@ -56,7 +56,7 @@ def _compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eage
     dump(opts, subdir, "torch_graph.py", gm.code)
     try:
         if partition.opaque_nodes(gm):
-            return _compile_with_opaque(gm, opts, subdir)
+            return _compile_with_opaque(gm, opts)
         return _aot_backend(opts, subdir)(gm, example_inputs)
     except EagerFallback as e:
         warnings.warn(f"fxcpp: running the graph eagerly (Options.fallback='eager'): {e}", stacklevel=2)
@@ -70,12 +70,12 @@ def _compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eage
         return eager_fn if opts.fallback == "eager" else _interpret(gm)
 
 
-def _compile_with_opaque(gm: fx.GraphModule, opts: Options, subdir: str):
+def _compile_with_opaque(gm: fx.GraphModule, opts: Options):
     """torch.fx.wrap functions stay in the parent graph (Interpreter); each traceable
     partition compiles through aot at its first call per input signature."""
     parent, names = partition.split_opaque(gm)
     for name in names:
-        setattr(parent, name, _ShapeSpecialized(parent.get_submodule(name), opts, f"{subdir}_{name}"))
+        setattr(parent, name, _ShapeSpecialized(parent.get_submodule(name), opts))
     log.info("fxcpp: torch.fx.wrap functions run in the Interpreter: %s",
              [n.format_node() for n in partition.opaque_nodes(parent)])
     return InterpretedGraph(parent, opts)
@@ -103,11 +103,10 @@ class _ShapeSpecialized(torch.nn.Module):
     """A GraphModule compiled per concrete input signature (LRU, Options.plan_cache_size).
     aot needs a flat tuple output: a flat copy is compiled and its output rebuilt."""
 
-    def __init__(self, gm: fx.GraphModule, opts: Options, subdir: str):
+    def __init__(self, gm: fx.GraphModule, opts: Options):
         super().__init__()
         self.flat, self.out_spec = _flat_output_copy(gm)
         self.opts = opts
-        self.subdir = subdir
         self.cache: collections.OrderedDict = collections.OrderedDict()
         self.lock = threading.Lock()
 
@@ -148,7 +147,7 @@ class CompiledModule:
     """What fxcpp.compile returns: call it like the GraphModule."""
 
     def __init__(self, gm: fx.GraphModule, example_inputs, opts: Options):
-        self.compiled = _ShapeSpecialized(gm, opts, "direct")
+        self.compiled = _ShapeSpecialized(gm, opts)
         if example_inputs is not None:  # compile now, so errors surface here
             self.compiled.compiled_for(list(example_inputs))
 
