@@ -34,6 +34,9 @@ class CMakeBuild(build_ext):
                 f"-DTORCH_DIR={torch_dir}",
                 f"-DTORCH_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
                 f"-DPython_EXECUTABLE={sys.executable}",
+                # The onednn-devel wheel puts its CMake config under <prefix>/lib/cmake/dnnl.
+                f"-Ddnnl_DIR={os.path.join(sys.prefix, 'lib', 'cmake', 'dnnl')}",
+                f"-DFXCPP_WITH_ONEDNN={'OFF' if os.environ.get('FXCPP_ONEDNN') == '0' else 'ON'}",
             ],
             cwd=build_dir,
         )

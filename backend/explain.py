@@ -47,8 +47,13 @@ def op_name(target) -> str:
 
 
 def _cpp_rows(tag: str, gm: fx.GraphModule, part: CppPartition, label: str) -> list[NodeRow]:
-    """One row per call_function node of the partition, in graph order."""
-    step_of = {name: (i, kind) for i, (name, _, kind, _) in enumerate(part.steps)}
+    """One row per call_function node of the partition, in graph order. Every FX node a
+    fused step replaced gets that step's kernel and its name as `group`; the step's time
+    goes on the step's own row (the anchor)."""
+    step_of = {}
+    for i, (name, _, kind, _, covers) in enumerate(part.steps):
+        for c in covers:
+            step_of[c] = (i, kind, name if len(covers) > 1 else "")
     times = part.last_times
     rows = []
     for n in gm.graph.nodes:
@@ -56,11 +61,12 @@ def _cpp_rows(tag: str, gm: fx.GraphModule, part: CppPartition, label: str) -> l
             continue
         shape, dtype = _shape_dtype(n)
         if n.name in step_of:
-            i, kind = step_of[n.name]
-            t = times[i] / 1e3 if times is not None and i < len(times) else None
+            i, kind, group = step_of[n.name]
+            own = part.steps[i][0] == n.name
+            t = times[i] / 1e3 if own and times is not None and i < len(times) else None
         else:  # getitem on a tuple output is a value reference in C++; other absent nodes a pass removed
-            kind, t = ("prim" if n.target is operator.getitem else "removed"), None
-        rows.append(NodeRow(tag, n.name, op_name(n.target), label, "", kind, shape, dtype, t))
+            kind, t, group = ("prim" if n.target is operator.getitem else "removed"), None, ""
+        rows.append(NodeRow(tag, n.name, op_name(n.target), label, group, kind, shape, dtype, t))
     return rows
 
 
@@ -102,8 +108,8 @@ class Report:
         self.fallbacks = [f for g in graphs for f in g.fallbacks]
 
     def __str__(self) -> str:
-        head = ["graph", "node", "op", "partition", "kernel", "shape", "dtype", "time_us"]
-        body = [[r.graph, r.node, r.op, r.partition, r.kernel, r.shape, r.dtype,
+        head = ["graph", "node", "op", "partition", "group", "kernel", "shape", "dtype", "time_us"]
+        body = [[r.graph, r.node, r.op, r.partition, r.group, r.kernel, r.shape, r.dtype,
                  "" if r.time_us is None else f"{r.time_us:.1f}"] for r in self.rows]
         widths = [max(len(str(x)) for x in col) for col in zip(head, *body)] if body else [len(h) for h in head]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths)

@@ -1,5 +1,7 @@
 #include "ir/graph.h"
 
+#include <algorithm>
+
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <sstream>
@@ -145,6 +147,31 @@ Node* Graph::add_node(const std::string& name, const std::string& target, std::v
   }
   nodes_.push_back(std::move(node));
   return nodes_.back().get();
+}
+
+Node* Graph::replace_with_fused(const std::vector<Node*>& chain, const std::string& target, std::vector<Arg> args,
+                               std::shared_ptr<FusedOp> fused) {
+  check_mutable("fuse nodes");
+  Node* last = chain.back();
+  auto node = std::make_unique<Node>();
+  // Named after its anchor (the first FX node it covers), e.g. "addmm" rather than a view before it.
+  Node* anchor = chain.front();
+  if (fused && !fused->covers.empty())
+    for (Node* n : chain)
+      if (n->name == fused->covers.front()) anchor = n;
+  node->name = anchor->name;
+  node->target = target;
+  node->fx_repr = anchor->fx_repr;
+  node->args = std::move(args);
+  node->fused = std::move(fused);
+  Value* out = last->outputs.at(0);
+  out->producer = node.get();
+  out->output_index = 0;
+  node->outputs = {out};
+  for (Node* n : chain) n->dead = true;
+  last->outputs.clear();
+  auto pos = std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& p) { return p.get() == last; });
+  return nodes_.insert(pos, std::move(node))->get();
 }
 
 std::vector<Node*> Graph::nodes() const {

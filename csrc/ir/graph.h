@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "ir/fused_op.h"
+
 namespace fxcpp {
 
 // One dimension: a concrete size, or a symbol (e.g. "s0", "2*s0"), or unknown ("?").
@@ -84,6 +86,8 @@ struct Node {
   std::vector<Arg> args;
   std::vector<Value*> outputs;
   bool dead = false;
+  // Set on fusion nodes (target "onednn::conv" / "onednn::matmul"); null otherwise.
+  std::shared_ptr<FusedOp> fused;
 
   bool is_aten() const { return op.has_value(); }
   const c10::FunctionSchema& schema() const { return op->schema(); }
@@ -110,6 +114,10 @@ class Graph {
                  const std::vector<std::pair<std::string, Arg>>& kwargs, const std::string& fx_repr,
                  const std::vector<std::pair<ValueKind, std::optional<TensorMeta>>>& outputs);
   void set_outputs(std::vector<Arg> outs) { outputs_ = std::move(outs); }
+  // Replaces `chain` (anchor first, in graph order) by one fused node placed where the last
+  // chain node was, producing that node's output Value; the chain nodes are marked dead.
+  Node* replace_with_fused(const std::vector<Node*>& chain, const std::string& target, std::vector<Arg> args,
+                           std::shared_ptr<FusedOp> fused);
 
   const std::vector<Value*>& inputs() const { return inputs_; }
   const std::vector<Arg>& outputs() const { return outputs_; }

@@ -24,11 +24,49 @@ std::string Graph::str() const {
     if (n->outputs.empty()) os << "()";
     os << " = " << n->target << "(";
     for (size_t i = 0; i < n->args.size(); ++i) os << (i ? ", " : "") << n->args[i].str();
-    os << ")\n";
+    os << ")";
+    if (n->fused) os << "  " << n->fused->str();
+    os << "\n";
   }
   os << "  return (";
   for (size_t i = 0; i < outputs_.size(); ++i) os << (i ? ", " : "") << outputs_[i].str();
   os << ")\n";
+  return os.str();
+}
+
+std::string PostOp::str() const {
+  static const char* kinds[] = {"eltwise", "binary", "sum"};
+  std::ostringstream os;
+  os << kinds[static_cast<int>(kind)] << ":" << alg;
+  if (kind == Kind::Eltwise && (alpha != 0.f || beta != 0.f)) os << "(" << alpha << "," << beta << ")";
+  if (arg >= 0) os << "(arg" << arg << ")";
+  return os.str();
+}
+
+static std::string ints(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+std::string FusedOp::str() const {
+  std::ostringstream os;
+  os << "{" << anchor_op;
+  if (anchor == Anchor::Conv)
+    os << " stride=" << ints(stride) << " padding=" << ints(padding) << " dilation=" << ints(dilation)
+       << (transposed ? " transposed output_padding=" + ints(output_padding) : "") << " groups=" << groups
+       << (channels_last ? " channels_last" : "");
+  if (weight_nk) os << " weight_nk";
+  if (flatten_src) os << " flatten_src";
+  if (bn_arg >= 0) os << " bn(arg" << bn_arg << ", eps=" << bn_eps << ")";
+  if (!post_ops.empty()) {
+    os << " post_ops=[";
+    for (size_t i = 0; i < post_ops.size(); ++i) os << (i ? ", " : "") << post_ops[i].str();
+    os << "]";
+  }
+  os << " covers=[";
+  for (size_t i = 0; i < covers.size(); ++i) os << (i ? "," : "") << covers[i];
+  os << "]}";
   return os.str();
 }
 

@@ -36,5 +36,10 @@ bool verify_pass(Graph& g, const PassContext& ctx);
 bool shape_propagation_pass(Graph& g, const PassContext& ctx);
 bool remove_noops_pass(Graph& g, const PassContext& ctx);
 bool dce_pass(Graph& g, const PassContext& ctx);
+// oneDNN fusion (passes/fusion/, one pattern per file); no-ops when built without oneDNN.
+bool onednn_lower_pass(Graph& g, const PassContext& ctx);
+bool fold_batchnorm_pass(Graph& g, const PassContext& ctx);
+bool fuse_postops_pass(Graph& g, const PassContext& ctx);
+bool layout_propagation_pass(Graph& g, const PassContext& ctx);
 
 }  // namespace fxcpp

@@ -9,13 +9,20 @@ bool verify_pass(Graph& g, const PassContext&) {
 }
 
 // The order matters: shapes first (later passes read metas), no-op removal
-// before DCE (it leaves producers without users).
+// before DCE (it leaves producers without users), DCE before fusion (a fusion
+// refuses values with other uses, dead ones included); BN folding before post-op
+// fusion (BN must directly follow its conv); layout last (it sees the fused nodes).
 const std::vector<PassInfo>& pass_list() {
   static const std::vector<PassInfo> passes = {
       {"verify", verify_pass},
       {"shape_propagation", shape_propagation_pass},
       {"remove_noops", remove_noops_pass},
       {"dce", dce_pass},
+      {"onednn_lower", onednn_lower_pass},
+      {"fold_batchnorm", fold_batchnorm_pass},
+      {"fuse_postops", fuse_postops_pass},
+      {"layout_propagation", layout_propagation_pass},
+      {"dce_after_fusion", dce_pass},
   };
   return passes;
 }

@@ -266,13 +266,18 @@ PYBIND11_MODULE(_C, m) {
         for (const auto& [k, v] : vals) out[py::str(k)] = to_python(v);
         return out;
       })
-      // [(node name, target, kernel kind, output value names)]
+      // [(node name, target, kernel kind, output value names, FX nodes it covers)]
+      // `covers` is [name] for a plain node; a fused node lists every FX node it replaced.
       .def("steps", [](const Executable& e) {
         py::list out;
         for (const auto& s : e.steps()) {
-          py::list names;
+          py::list names, covers;
           for (const Value* v : s.node->outputs) names.append(v->name);
-          out.append(py::make_tuple(s.node->name, s.node->target, s.kernel->kind(), names));
+          if (s.node->fused)
+            for (const auto& c : s.node->fused->covers) covers.append(c);
+          else
+            covers.append(s.node->name);
+          out.append(py::make_tuple(s.node->name, s.node->target, s.kernel->kind(), names, covers));
         }
         return out;
       })

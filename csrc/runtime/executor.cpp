@@ -152,6 +152,10 @@ std::vector<c10::IValue> Executable::execute(std::vector<c10::IValue> inputs, st
     const Step& s = steps_[i];
     stack.clear();
     for (const auto& a : s.args) stack.push_back(materialize(a, frame));
+    // Drop the frame's reference to values that die here, so a kernel may reuse their
+    // buffers in place (oneDNN's sum post-op) when the stack holds the only one.
+    if (!keep_all)
+      for (int r : s.release) frame[r] = c10::IValue();
     auto t0 = std::chrono::steady_clock::now();
     try {
       s.kernel->run(stack);

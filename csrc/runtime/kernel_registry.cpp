@@ -2,9 +2,19 @@
 
 namespace fxcpp {
 
+#ifdef FXCPP_HAS_ONEDNN
+void register_onednn_kernels(KernelRegistry& r);  // runtime/onednn/register.cpp
+#endif
+
 KernelRegistry& kernel_registry() {
-  // Specialized kernels (oneDNN, fused CPU, CUDA) register here as they arrive.
-  static KernelRegistry registry;
+  // Specialized kernels (oneDNN, fused CPU, CUDA) register here, once.
+  static KernelRegistry registry = [] {
+    KernelRegistry r;
+#ifdef FXCPP_HAS_ONEDNN
+    register_onednn_kernels(r);
+#endif
+    return r;
+  }();
   return registry;
 }
 

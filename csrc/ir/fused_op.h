@@ -1,0 +1,50 @@
+// What a oneDNN fusion node carries: the anchor (convolution or matmul), its
+// parameters, an optional folded BatchNorm, and a structured post-op list that
+// maps one-to-one onto dnnl::post_ops. The IR knows nothing of oneDNN itself.
+//
+// A fused node's args are Values in a fixed order:
+//   [0] src  [1] weight  [2] bias or None  [bn_arg .. bn_arg+3] BN weight, bias, mean, var
+//   then one arg per Binary/Sum post-op (PostOp::arg points at it).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fxcpp {
+
+struct PostOp {
+  enum class Kind { Eltwise, Binary, Sum };
+  Kind kind = Kind::Eltwise;
+  // Eltwise: relu gelu_erf gelu_tanh swish logistic tanh hardswish hardsigmoid elu clip linear
+  //          (oneDNN's eltwise algorithms; alpha/beta as oneDNN defines them).
+  // Binary:  add sub mul div (dst = dst <op> args[arg], broadcast); Sum: dst += args[arg], in place.
+  std::string alg;
+  float alpha = 0.f, beta = 0.f;
+  int arg = -1;
+  std::string from;  // the FX node it replaces
+  std::string str() const;
+};
+
+struct FusedOp {
+  enum class Anchor { Conv, Matmul };
+  Anchor anchor = Anchor::Matmul;
+  std::string anchor_op;  // the ATen op it came from: aten::convolution, aten::addmm, ...
+  // Convolution (aten::convolution's own parameters).
+  std::vector<int64_t> stride, padding, dilation, output_padding;
+  bool transposed = false;
+  int64_t groups = 1;
+  bool channels_last = false;  // layout_propagation: write the output channels-last (NHWC/NDHWC)
+  // Matmul: src [..., M, K] @ weight; weight_nk: the weight Value is [N, K] (a Linear's weight,
+  // or batched [B, N, K]) and is read transposed. flatten_src: src [*, K] is read as [prod(*), K]
+  // and the result viewed back to [*, N] (a Linear on an N-d input).
+  bool weight_nk = false;
+  bool flatten_src = false;
+  // Folded BatchNorm (inference): args[bn_arg..bn_arg+3] = weight, bias, running_mean, running_var.
+  int bn_arg = -1;
+  double bn_eps = 0.0;
+  std::vector<PostOp> post_ops;
+  std::vector<std::string> covers;  // the FX nodes this node replaces, anchor first
+  std::string str() const;
+};
+
+}  // namespace fxcpp

@@ -1,0 +1,64 @@
+// Small predicates the oneDNN fusion passes share.
+#pragma once
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace fxcpp::fusion {
+
+inline bool onednn_dtype(c10::ScalarType t) { return t == c10::kFloat || t == c10::kBFloat16; }
+
+// A CPU tensor Value of a dtype oneDNN runs, with a known rank.
+inline bool onednn_tensor(const Value* v) {
+  return v && v->kind == ValueKind::Tensor && v->meta && v->meta->device.is_cpu() && onednn_dtype(v->meta->dtype);
+}
+
+inline const Value* value_of(const Arg& a) { return a.kind == Arg::Kind::Value ? a.value : nullptr; }
+
+inline bool is_onednn_node(const Node* n) { return n->fused != nullptr; }
+
+// The one node that uses `v`, or null when `v` has another use or is a graph output:
+// a fusion may only swallow a value nobody else sees.
+inline Node* sole_user(const Graph& g, const Value* v, const std::vector<int>& uses) {
+  if (uses[v->id] != 1 || g.is_graph_output(v)) return nullptr;
+  for (Node* n : g.nodes()) {
+    bool hit = false;
+    for (const auto& a : n->args) for_each_value(a, [&](Value* u) { hit |= (u == v); });
+    if (hit) return n;
+  }
+  return nullptr;
+}
+
+inline bool same_sizes(const TensorMeta& a, const TensorMeta& b) {
+  if (a.sizes.size() != b.sizes.size()) return false;
+  for (size_t i = 0; i < a.sizes.size(); ++i)
+    if (!(a.sizes[i] == b.sizes[i])) return false;
+  return true;
+}
+
+inline bool const_int_list(const Arg& a, std::vector<int64_t>& out) {
+  out.clear();
+  if (a.kind == Arg::Kind::Const && a.constant.isIntList()) {
+    out = a.constant.toIntVector();
+    return true;
+  }
+  if (a.kind != Arg::Kind::List) return false;
+  for (const auto& e : a.elems) {
+    if (e.kind != Arg::Kind::Const || !e.constant.isInt()) return false;
+    out.push_back(e.constant.toInt());
+  }
+  return true;
+}
+
+inline bool const_number(const Arg& a, double& out) {
+  if (a.kind != Arg::Kind::Const) return false;
+  if (a.constant.isDouble()) { out = a.constant.toDouble(); return true; }
+  if (a.constant.isInt()) { out = static_cast<double>(a.constant.toInt()); return true; }
+  if (a.constant.isBool()) { out = a.constant.toBool() ? 1.0 : 0.0; return true; }
+  return false;
+}
+
+// Whether oneDNN was compiled in (the passes do nothing without it).
+bool onednn_available();
+
+}  // namespace fxcpp::fusion

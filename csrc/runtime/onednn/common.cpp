@@ -1,0 +1,175 @@
+#include "runtime/onednn/common.h"
+
+#include <ATen/ops/add.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/rsqrt.h>
+#include <ATen/ops/sub.h>
+#include <ATen/ops/zeros_like.h>
+
+#include <sstream>
+
+namespace fxcpp::onednn {
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+memory::data_type dtype_of(c10::ScalarType t) {
+  switch (t) {
+    case c10::kFloat: return memory::data_type::f32;
+    case c10::kBFloat16: return memory::data_type::bf16;
+    default: throw std::invalid_argument(std::string("oneDNN kernels take float32/bfloat16, got ") + c10::toString(t));
+  }
+}
+
+Dims dims_of(at::IntArrayRef v) { return Dims(v.begin(), v.end()); }
+
+memory::desc plain_desc(const at::Tensor& t) { return plain_desc(t, dims_of(t.sizes()), dims_of(t.strides())); }
+
+memory::desc plain_desc(const at::Tensor& t, const Dims& dims, const Dims& strides) {
+  return memory::desc(dims, dtype_of(t.scalar_type()), strides);
+}
+
+memory as_memory(const at::Tensor& t, const memory::desc& d) { return memory(d, cpu_engine(), t.data_ptr()); }
+
+at::Tensor alloc_for(const memory::desc& d) {
+  return at::empty({static_cast<int64_t>(d.get_size())}, at::TensorOptions().dtype(at::kByte));
+}
+
+TensorStamp TensorStamp::of(const at::Tensor& t) {
+  TensorStamp s;
+  s.impl.emplace(t.getIntrusivePtr());
+  s.version = t.unsafeGetTensorImpl()->version_counter().current_version();
+  s.data = t.data_ptr();
+  return s;
+}
+
+bool TensorStamp::matches(const at::Tensor& t) const {
+  // A live weak reference keeps the TensorImpl's memory, so no new tensor can reuse its address.
+  return impl && impl->_unsafe_get_target() == t.unsafeGetTensorImpl() && !impl->expired() &&
+         version == t.unsafeGetTensorImpl()->version_counter().current_version() && data == t.data_ptr();
+}
+
+std::vector<TensorStamp> stamps_of(const std::vector<at::Tensor>& ts) {
+  std::vector<TensorStamp> s;
+  for (const auto& t : ts) s.push_back(t.defined() ? TensorStamp::of(t) : TensorStamp{});
+  return s;
+}
+
+bool stamps_match(const std::vector<TensorStamp>& s, const std::vector<at::Tensor>& ts) {
+  if (s.size() != ts.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (ts[i].defined() ? !s[i].matches(ts[i]) : s[i].data != nullptr) return false;
+  return true;
+}
+
+static dnnl::algorithm eltwise_alg(const std::string& a) {
+  using A = dnnl::algorithm;
+  static const std::unordered_map<std::string, A> table = {
+      {"relu", A::eltwise_relu},           {"gelu_erf", A::eltwise_gelu_erf},
+      {"gelu_tanh", A::eltwise_gelu_tanh}, {"swish", A::eltwise_swish},
+      {"logistic", A::eltwise_logistic},   {"tanh", A::eltwise_tanh},
+      {"hardswish", A::eltwise_hardswish}, {"hardsigmoid", A::eltwise_hardsigmoid},
+      {"elu", A::eltwise_elu},             {"clip", A::eltwise_clip_v2},
+      {"linear", A::eltwise_linear},
+  };
+  return table.at(a);
+}
+
+static dnnl::algorithm binary_alg(const std::string& a) {
+  using A = dnnl::algorithm;
+  if (a == "add") return A::binary_add;
+  if (a == "sub") return A::binary_sub;
+  if (a == "mul") return A::binary_mul;
+  if (a == "div") return A::binary_div;
+  throw std::invalid_argument("unknown binary post-op " + a);
+}
+
+PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& operands, bool sum_in_place, int64_t dst_ndims) {
+  PostOpArgs r;
+  dnnl::post_ops po;
+  for (size_t i = 0; i < f.post_ops.size(); ++i) {
+    const PostOp& p = f.post_ops[i];
+    if (p.kind == PostOp::Kind::Eltwise) {
+      po.append_eltwise(eltwise_alg(p.alg), p.alpha, p.beta);
+    } else if (p.kind == PostOp::Kind::Sum && sum_in_place) {
+      po.append_sum(1.f);
+    } else {
+      const at::Tensor& t = operands.at(i);
+      memory::desc d = plain_desc(t);
+      po.append_binary(p.kind == PostOp::Kind::Sum ? dnnl::algorithm::binary_add : binary_alg(p.alg), d);
+      r.binary.emplace_back(static_cast<int>(i), d);
+    }
+  }
+  r.attr.set_post_ops(po);
+  r.attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return r;
+}
+
+at::Tensor operand_for_dst(const at::Tensor& t, int64_t dst_ndims) {
+  std::vector<int64_t> sizes(dst_ndims, 1), strides(dst_ndims, 0);
+  const int64_t off = dst_ndims - t.dim();
+  for (int64_t i = 0; i < t.dim(); ++i) {
+    sizes[off + i] = t.stride(i) == 0 ? 1 : t.size(i);
+    strides[off + i] = t.stride(i);
+  }
+  // Size-1 dims: any stride is fine for oneDNN's plain desc; give them a dense one.
+  int64_t dense = 1;
+  for (int64_t i = dst_ndims - 1; i >= 0; --i) {
+    if (sizes[i] == 1) strides[i] = dense;
+    dense *= sizes[i];
+  }
+  return t.as_strided(sizes, strides);
+}
+
+std::string signature(const std::vector<at::Tensor>& ts, bool flag) {
+  std::ostringstream os;
+  for (const auto& t : ts) {
+    if (!t.defined()) { os << "_;"; continue; }
+    os << static_cast<int>(t.scalar_type()) << t.sizes() << t.strides() << ";";
+  }
+  os << flag;
+  return os.str();
+}
+
+void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std::unordered_map<int, memory>& args) {
+  memory::desc sd = pd.scratchpad_desc();
+  at::Tensor scratch;
+  if (sd.get_size() > 0) {
+    scratch = alloc_for(sd);
+    args[DNNL_ARG_SCRATCHPAD] = memory(sd, cpu_engine(), scratch.data_ptr());
+  }
+  dnnl::stream s(cpu_engine());
+  p.execute(s, args);
+  s.wait();
+}
+
+std::pair<at::Tensor, at::Tensor> fold_batchnorm(const at::Tensor& w, const at::Tensor& b, const at::Tensor& gamma,
+                                                 const at::Tensor& beta, const at::Tensor& mean, const at::Tensor& var,
+                                                 double eps, int64_t oc_dim) {
+  at::Tensor scale = at::mul(gamma.to(at::kFloat), at::rsqrt(at::add(var.to(at::kFloat), eps)));
+  std::vector<int64_t> shape(w.dim(), 1);
+  shape[oc_dim] = -1;
+  at::Tensor w2 = at::mul(w.to(at::kFloat), scale.reshape(shape)).to(w.scalar_type());
+  at::Tensor b0 = b.defined() ? b.to(at::kFloat) : at::zeros_like(scale);
+  at::Tensor b2 = at::add(at::mul(at::sub(b0, mean.to(at::kFloat)), scale), beta.to(at::kFloat))
+                      .to(b.defined() ? b.scalar_type() : w.scalar_type());
+  return {w2.contiguous(), b2.contiguous()};
+}
+
+at::Tensor reorder_to(const at::Tensor& src, const memory::desc& user, const memory::desc& target) {
+  at::Tensor out = alloc_for(target);
+  memory from = as_memory(src, user), to(target, cpu_engine(), out.data_ptr());
+  dnnl::stream s(cpu_engine());
+  dnnl::reorder(from, to).execute(s, from, to);
+  s.wait();
+  return out;
+}
+
+bool uniquely_owned(const at::Tensor& t) {
+  return t.use_count() == 1 && t.storage().use_count() == 1 && t.storage_offset() == 0;
+}
+
+}  // namespace fxcpp::onednn

@@ -1,0 +1,79 @@
+// What every oneDNN kernel shares: the engine, dtype/desc conversion from at::Tensor,
+// post-op attributes, and the version-checked cache of prepacked weights.
+#pragma once
+#include <ATen/core/Tensor.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <mutex>
+#include <optional>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace fxcpp::onednn {
+
+using dnnl::memory;
+using Dims = memory::dims;
+
+dnnl::engine& cpu_engine();
+memory::data_type dtype_of(c10::ScalarType t);
+// A plain (strided) desc of the tensor as it is, optionally viewed with other dims/strides.
+memory::desc plain_desc(const at::Tensor& t);
+memory::desc plain_desc(const at::Tensor& t, const Dims& dims, const Dims& strides);
+Dims dims_of(at::IntArrayRef v);
+memory as_memory(const at::Tensor& t, const memory::desc& d);
+// An uninitialized tensor big enough for `d` (any layout, blocked ones included).
+at::Tensor alloc_for(const memory::desc& d);
+
+// The identity and version of the tensors a prepacked weight was built from: a parameter
+// changed in place (version bump), replaced (new TensorImpl) or re-pointed (data_ptr) is seen.
+struct TensorStamp {
+  std::optional<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>> impl;
+  uint32_t version = 0;
+  const void* data = nullptr;
+  static TensorStamp of(const at::Tensor& t);
+  bool matches(const at::Tensor& t) const;
+};
+bool stamps_match(const std::vector<TensorStamp>& s, const std::vector<at::Tensor>& ts);
+std::vector<TensorStamp> stamps_of(const std::vector<at::Tensor>& ts);
+
+// Runtime operands of Binary/Sum post-ops, in post-op order.
+struct PostOpArgs {
+  dnnl::primitive_attr attr;
+  std::vector<std::pair<int, memory::desc>> binary;  // (post-op index, src1 desc)
+};
+// Builds the attr for the node's post-op list. `operands[i]` is the tensor of post-op i
+// (undefined for eltwise), already viewed to dst's dims; `sum_in_place` says whether a Sum
+// post-op accumulates into dst (else it is applied as a Binary add).
+PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& operands, bool sum_in_place, int64_t dst_ndims);
+// An operand viewed to `dst` dims: left-padded with 1s; broadcast (stride-0) dims made size 1.
+at::Tensor operand_for_dst(const at::Tensor& t, int64_t dst_ndims);
+
+// The key of one concrete call signature: sizes, strides and dtypes of the tensors that shape the primitive.
+std::string signature(const std::vector<at::Tensor>& ts, bool flag);
+
+// A weight reordered once into the layout a primitive prefers, with the bias it goes with
+// (both folded with BatchNorm when the node has one); valid while `stamps` match the sources.
+struct PackedWeights {
+  std::vector<TensorStamp> stamps;
+  at::Tensor weight;  // bytes in the primitive's weights desc
+  at::Tensor bias;    // plain [OC], or undefined
+};
+// The weight (and bias) with BatchNorm folded in along output-channel dim `oc_dim` of w:
+// w * g/sqrt(v+eps), (b - m) * g/sqrt(v+eps) + beta. Computed in fp32, returned in w's dtype.
+std::pair<at::Tensor, at::Tensor> fold_batchnorm(const at::Tensor& w, const at::Tensor& b, const at::Tensor& gamma,
+                                                 const at::Tensor& beta, const at::Tensor& mean, const at::Tensor& var,
+                                                 double eps, int64_t oc_dim);
+// Reorders `src` (described by `user`) into a new buffer laid out as `target`.
+at::Tensor reorder_to(const at::Tensor& src, const memory::desc& user, const memory::desc& target);
+
+// Executes with a per-call scratchpad (primitives are shared across threads; oneDNN's
+// library-owned scratchpad is not safe for concurrent runs of one primitive).
+void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std::unordered_map<int, memory>& args);
+
+// A tensor we may write into: only the executor's stack holds it and its storage.
+bool uniquely_owned(const at::Tensor& t);
+
+}  // namespace fxcpp::onednn

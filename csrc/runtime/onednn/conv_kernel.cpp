@@ -1,0 +1,238 @@
+// onednn::conv: convolution (1d/2d/3d, groups, depthwise, dilation) and transposed
+// convolution, with bias, folded BatchNorm and a post-op chain. One primitive per
+// concrete input signature, built at its first call; the weight is reordered once into
+// the primitive's preferred (blocked) layout and re-packed only when a source changes.
+//
+// Activations: a channels-last input is read as it is (no copy). Otherwise the primitive
+// picks its layout and the input is reordered into it, as eager's oneDNN path does. The
+// output is written channels-last when layout_propagation asked for it (then chains of
+// convolutions never reorder), else in the contiguous layout eager returns.
+#include <ATen/ops/empty.h>
+
+#include "runtime/kernel.h"
+#include "runtime/onednn/common.h"
+
+namespace fxcpp::onednn {
+
+namespace {
+
+bool channels_last(const at::Tensor& t) {
+  if (t.dim() == 4) return !t.is_contiguous() && t.is_contiguous(at::MemoryFormat::ChannelsLast);
+  if (t.dim() == 5) return !t.is_contiguous() && t.is_contiguous(at::MemoryFormat::ChannelsLast3d);
+  return false;
+}
+
+at::MemoryFormat cl_format(int64_t nd) { return nd == 5 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast; }
+
+class ConvKernel final : public Kernel {
+ public:
+  explicit ConvKernel(const Node& n) : f_(*n.fused) {
+    const Value* w = n.args[1].value;
+    prepack_ = w && (w->is_input || w->constant);
+  }
+  const char* kind() const override { return "onednn"; }
+
+  void run(Stack& stack) const override {
+    const at::Tensor x = stack[0].toTensor();
+    const at::Tensor w = stack[1].toTensor();
+    const at::Tensor bias = stack[2].isNone() ? at::Tensor() : stack[2].toTensor();
+    const int64_t nd = x.dim(), sp = nd - 2;
+    const int64_t g = f_.groups;
+    // Output sizes and oneDNN's right padding (what makes its size formula give the same sizes).
+    Dims out = {x.size(0), f_.transposed ? w.size(1) * g : w.size(0)};
+    Dims pad_l(f_.padding.begin(), f_.padding.end()), pad_r(sp), dil(sp), strides(f_.stride.begin(), f_.stride.end());
+    for (int64_t i = 0; i < sp; ++i) {
+      const int64_t in = x.size(2 + i), k = w.size(2 + i), s = f_.stride[i], d = f_.dilation[i], p = f_.padding[i];
+      const int64_t ext = (k - 1) * d + 1;
+      int64_t o;
+      if (f_.transposed) {
+        o = (in - 1) * s - 2 * p + ext + f_.output_padding[i];
+        pad_r[i] = p - f_.output_padding[i];
+      } else {
+        o = (in + 2 * p - ext) / s + 1;
+        pad_r[i] = (o - 1) * s + ext - in - p;
+      }
+      out.push_back(o);
+      dil[i] = d - 1;
+    }
+    const bool out_cl = f_.channels_last && (nd == 4 || nd == 5);
+    std::vector<at::Tensor> bn;
+    if (f_.bn_arg >= 0)
+      for (int i = 0; i < 4; ++i) bn.push_back(stack[f_.bn_arg + i].toTensor());
+
+    std::vector<at::Tensor> operands(f_.post_ops.size());
+    at::Tensor in_place;
+    for (size_t i = 0; i < f_.post_ops.size(); ++i) {
+      const PostOp& p = f_.post_ops[i];
+      if (p.arg < 0) continue;
+      const bool owned = p.kind == PostOp::Kind::Sum && !in_place.defined() && uniquely_owned(stack[p.arg].toTensor());
+      at::Tensor t = stack[p.arg].toTensor();
+      // A full-size operand in the output's layout can be read (or accumulated into) as it is.
+      const bool full = t.sizes().equals(at::IntArrayRef(out));
+      const bool layout_ok = out_cl ? channels_last(t) : t.is_contiguous();
+      if (owned && full && layout_ok) in_place = t;
+      operands[i] = full ? (layout_ok ? t : t.contiguous(out_cl ? cl_format(nd) : at::MemoryFormat::Contiguous))
+                         : operand_for_dst(t, nd).contiguous();
+    }
+    const bool sum_in_place = in_place.defined();
+
+    std::vector<at::Tensor> shape_of = {x, prepack_ ? at::Tensor() : w, bias};
+    for (const auto& t : operands) shape_of.push_back(t);
+    std::string key = signature(shape_of, sum_in_place) + (prepack_ ? "w" + c10::str(w.sizes(), w.strides()) : "");
+    auto e = entry(key, x, w, bias, !bn.empty(), out, pad_l, pad_r, dil, strides, operands, sum_in_place, out_cl);
+
+    // Input: as it is when the primitive reads that layout, else reordered into the one it picked.
+    memory src_mem;
+    at::Tensor src_buf;
+    if (e->src_plain == e->pd.src_desc()) {
+      src_mem = as_memory(x, e->src_plain);
+    } else {
+      src_buf = reorder_to(x.contiguous(), plain_desc(x.contiguous()), e->pd.src_desc());
+      src_mem = memory(e->pd.src_desc(), cpu_engine(), src_buf.data_ptr());
+    }
+    at::Tensor dst = sum_in_place ? in_place
+                                  : at::empty(out, x.options().memory_format(out_cl ? cl_format(nd) : at::MemoryFormat::Contiguous));
+    const memory::desc dst_plain = plain_desc(dst);
+    const bool direct = dst_plain == e->pd.dst_desc();
+    at::Tensor dst_buf = direct ? dst : alloc_for(e->pd.dst_desc());
+
+    std::unordered_map<int, memory> args;
+    args[DNNL_ARG_SRC] = src_mem;
+    args[DNNL_ARG_DST] = memory(e->pd.dst_desc(), cpu_engine(), dst_buf.data_ptr());
+    std::shared_ptr<const PackedWeights> packed;
+    at::Tensor w_hold, b_hold;  // keep copies alive until execute() returns
+    if (prepack_) {
+      packed = packed_weights(*e, w, bias, bn);
+      args[DNNL_ARG_WEIGHTS] = memory(e->pd.weights_desc(), cpu_engine(), packed->weight.data_ptr());
+      if (packed->bias.defined()) args[DNNL_ARG_BIAS] = as_memory(packed->bias, e->bias_md);
+    } else {
+      w_hold = w.contiguous();
+      args[DNNL_ARG_WEIGHTS] = as_memory(w_hold, e->w_plain);
+      if (bias.defined()) args[DNNL_ARG_BIAS] = as_memory(b_hold = bias.contiguous(), e->bias_md);
+    }
+    for (const auto& [i, d] : e->binary)
+      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = as_memory(operands[i], d);
+    execute(e->prim, e->pd, args);
+    if (!direct) {
+      memory from(e->pd.dst_desc(), cpu_engine(), dst_buf.data_ptr()), to = as_memory(dst, dst_plain);
+      dnnl::stream s(cpu_engine());
+      dnnl::reorder(from, to).execute(s, from, to);
+      s.wait();
+    }
+    stack.clear();
+    stack.emplace_back(dst);
+  }
+
+ private:
+  struct Entry {
+    dnnl::primitive_desc pd;
+    dnnl::primitive prim;
+    memory::desc src_plain, w_plain, bias_md;
+    std::vector<std::pair<int, memory::desc>> binary;
+    std::shared_ptr<const PackedWeights> packed;
+  };
+
+  // oneDNN's weight dims/strides for torch's weight: grouped weights gain a leading G dim;
+  // a transposed conv's [IC, OC/G, k..] is read as [OC, IC, k..] through its strides.
+  memory::desc weight_plain(const at::Tensor& w) const {
+    const int64_t g = f_.groups;
+    Dims d = dims_of(w.sizes()), s = dims_of(w.strides());
+    if (f_.transposed) {
+      std::swap(d[0], d[1]);
+      std::swap(s[0], s[1]);
+      if (g > 1) {  // torch [G*ICg, OCg, k..]: after the swap d = [OCg, G*ICg, ..]
+        const int64_t icg = d[1] / g;
+        d[1] = icg;
+        d.insert(d.begin(), g);
+        s.insert(s.begin(), icg * s[1]);
+      }
+    } else if (g > 1) {
+      d[0] /= g;
+      d.insert(d.begin(), g);
+      s.insert(s.begin(), d[1] * s[0]);
+    }
+    return memory::desc(d, dtype_of(w.scalar_type()), s);
+  }
+
+  std::shared_ptr<Entry> entry(const std::string& key, const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias,
+                               bool folded, const Dims& out, const Dims& pad_l, const Dims& pad_r, const Dims& dil,
+                               const Dims& strides, const std::vector<at::Tensor>& operands, bool sum_in_place,
+                               bool out_cl) const {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      auto it = cache_.find(key);
+      if (it != cache_.end()) return it->second;
+    }
+    const int64_t nd = x.dim();
+    auto dt = dtype_of(x.scalar_type());
+    auto e = std::make_shared<Entry>();
+    e->src_plain = plain_desc(x);
+    e->w_plain = weight_plain(prepack_ ? w : w.contiguous());
+    using tag = memory::format_tag;
+    // Channels-last input: read it as it is. Otherwise let oneDNN choose (and reorder into it).
+    memory::desc src_md = channels_last(x) ? e->src_plain : memory::desc(dims_of(x.sizes()), dt, tag::any);
+    memory::desc dst_md = out_cl || sum_in_place ? memory::desc(out, dt, out_cl ? (nd == 5 ? tag::ndhwc : tag::nhwc) : (nd == 3 ? tag::ncw : nd == 4 ? tag::nchw : tag::ncdhw))
+                                                 : memory::desc(out, dt, tag::any);
+    memory::desc w_md = prepack_ ? memory::desc(e->w_plain.get_dims(), e->w_plain.get_data_type(), tag::any) : e->w_plain;
+    memory::desc bias_md;
+    if (bias.defined() || folded) bias_md = memory::desc({out[1]}, bias.defined() ? dtype_of(bias.scalar_type()) : dt, tag::a);
+    PostOpArgs po = build_post_ops(f_, operands, sum_in_place, nd);
+    try {
+      if (f_.transposed) {
+        auto pd = dnnl::deconvolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,
+                                                              dnnl::algorithm::deconvolution_direct, src_md, w_md, bias_md,
+                                                              dst_md, strides, dil, pad_l, pad_r, po.attr);
+        e->prim = dnnl::deconvolution_forward(pd);
+        e->pd = pd;
+      } else {
+        auto pd = dnnl::convolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,
+                                                            dnnl::algorithm::convolution_direct, src_md, w_md, bias_md,
+                                                            dst_md, strides, dil, pad_l, pad_r, po.attr);
+        e->prim = dnnl::convolution_forward(pd);
+        e->pd = pd;
+      }
+    } catch (const dnnl::error& err) {
+      throw std::runtime_error(std::string("oneDNN convolution primitive: ") + err.what());
+    }
+    e->binary = po.binary;
+    e->bias_md = bias_md;
+    std::lock_guard<std::mutex> lk(mu_);
+    return cache_.emplace(key, e).first->second;
+  }
+
+  std::shared_ptr<const PackedWeights> packed_weights(Entry& e, const at::Tensor& w, const at::Tensor& bias,
+                                                      const std::vector<at::Tensor>& bn) const {
+    std::vector<at::Tensor> sources = {w, bias};
+    sources.insert(sources.end(), bn.begin(), bn.end());
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (e.packed && stamps_match(e.packed->stamps, sources)) return e.packed;
+    }
+    auto p = std::make_shared<PackedWeights>();
+    p->stamps = stamps_of(sources);
+    at::Tensor wt = w, bt = bias;
+    if (!bn.empty()) std::tie(wt, bt) = fold_batchnorm(w, bias, bn[0], bn[1], bn[2], bn[3], f_.bn_eps, 0);
+    p->weight = reorder_to(wt, weight_plain(wt), query_weights_desc(e));
+    if (bt.defined()) p->bias = bt.contiguous();
+    std::shared_ptr<const PackedWeights> cp = p;
+    std::lock_guard<std::mutex> lk(mu_);
+    e.packed = cp;
+    return cp;
+  }
+
+  static memory::desc query_weights_desc(const Entry& e) { return e.pd.weights_desc(); }
+
+  FusedOp f_;
+  bool prepack_ = false;
+  mutable std::mutex mu_;
+  mutable std::unordered_map<std::string, std::shared_ptr<Entry>> cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_conv_kernel(const Node& n) {
+  if (!n.fused || n.fused->anchor != FusedOp::Anchor::Conv) return nullptr;
+  return std::make_unique<ConvKernel>(n);
+}
+
+}  // namespace fxcpp::onednn
