@@ -1,4 +1,98 @@
+// layout_propagation: convolutions write channels-last (NHWC / NDHWC) when every
+// transitive consumer of their output reads any layout: other oneDNN nodes, pointwise
+// ops, pooling and batch norm (which keep the layout and are checked in turn), and
+// reductions or 1x1 flattens (whose results no longer depend on it). Chains of
+// convolutions then run in one layout with no reorders between them; a graph output
+// or an op that needs the contiguous layout (a general view) keeps it contiguous.
+//
+// Why channels-last and not oneDNN's blocked nChw16c: channels-last is an at::Tensor
+// layout, so ATen consumers (pooling, adds, the Interpreter) read it without a reorder,
+// and oneDNN's brgemm convolutions run it natively (see benchmarks/results/ for numbers).
+#include <unordered_map>
+#include <unordered_set>
+
+#include "passes/fusion/fusion_util.h"
 #include "passes/pass.h"
+
 namespace fxcpp {
-bool layout_propagation_pass(Graph& g, const PassContext&) { return false; }
+
+using namespace fusion;
+
+namespace {
+
+const std::unordered_set<std::string>& layout_following_ops() {
+  static const std::unordered_set<std::string> ops = {
+      "aten::relu", "aten::gelu", "aten::silu", "aten::sigmoid", "aten::tanh", "aten::hardswish", "aten::hardsigmoid",
+      "aten::hardtanh", "aten::leaky_relu", "aten::elu", "aten::clamp", "aten::clamp_min", "aten::clamp_max",
+      "aten::add", "aten::sub", "aten::mul", "aten::div", "aten::neg", "aten::abs", "aten::exp", "aten::clone",
+      "aten::_native_batch_norm_legit_no_training", "aten::max_pool2d_with_indices", "aten::max_pool3d_with_indices",
+      "aten::avg_pool2d", "aten::avg_pool3d", "aten::adaptive_avg_pool2d", "aten::_adaptive_avg_pool2d",
+      "aten::adaptive_avg_pool3d", "aten::_adaptive_avg_pool3d", "aten::mean", "aten::sum", "aten::amax"};
+  return ops;
 }
+
+bool spatial_all_ones(const Value* v) {
+  if (!v->meta) return false;
+  for (size_t i = 2; i < v->meta->sizes.size(); ++i)
+    if (!(v->meta->sizes[i] == Dim::of(1))) return false;
+  return true;
+}
+
+class Checker {
+ public:
+  explicit Checker(const Graph& g) : g_(g) {
+    for (Node* n : g.nodes())
+      for (const auto& a : n->args) for_each_value(a, [&](Value* v) { users_[v].push_back(n); });
+  }
+
+  // Whether every transitive consumer of v reads any layout.
+  bool any_layout_ok(const Value* v, int depth = 0) {
+    if (auto it = memo_.find(v); it != memo_.end()) return it->second;
+    bool ok = depth < 64 && !g_.is_graph_output(v);
+    for (Node* u : users_[v]) {
+      if (!ok) break;
+      ok = consumer_ok(u, v, depth);
+    }
+    memo_[v] = ok;
+    return ok;
+  }
+
+ private:
+  bool consumer_ok(Node* u, const Value* v, int depth) {
+    if (u->fused) return true;  // oneDNN nodes read strided tensors
+    if (!u->is_aten()) return false;
+    const std::string op = u->schema().name();
+    if ((op == "aten::view" || op == "aten::reshape" || op == "aten::_unsafe_view" || op == "aten::flatten") &&
+        spatial_all_ones(v))
+      return true;  // [N, C, 1, 1] → [N, C]: the same bytes in either layout
+    if (!layout_following_ops().count(op)) return false;
+    for (const Value* o : u->outputs)
+      if (o->kind == ValueKind::Tensor && !any_layout_ok(o, depth + 1)) return false;
+    return true;
+  }
+
+  const Graph& g_;
+  std::unordered_map<const Value*, std::vector<Node*>> users_;
+  std::unordered_map<const Value*, bool> memo_;
+};
+
+}  // namespace
+
+bool layout_propagation_pass(Graph& g, const PassContext&) {
+  if (!onednn_available()) return false;
+  Checker check(g);
+  bool changed = false;
+  for (Node* n : g.nodes()) {
+    if (!n->fused || n->fused->anchor != FusedOp::Anchor::Conv || n->fused->channels_last) continue;
+    const Value* out = n->outputs[0];
+    if (!out->meta || (out->meta->dim() != 4 && out->meta->dim() != 5)) continue;
+    if (!check.any_layout_ok(out)) continue;
+    auto f = std::make_shared<FusedOp>(*n->fused);
+    f->channels_last = true;
+    n->fused = f;
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace fxcpp

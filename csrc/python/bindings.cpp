@@ -205,6 +205,30 @@ PYBIND11_MODULE(_C, m) {
           if (v->name == name) return meta_to_python(v->meta);
         throw py::key_error(name);
       })
+      // The fusion nodes, for tests and tools: one dict per node with a FusedOp.
+      .def("fused_nodes", [](const Graph& g) {
+        static const char* kinds[] = {"eltwise", "binary", "sum"};
+        py::list out;
+        for (const Node* n : g.nodes()) {
+          if (!n->fused) continue;
+          const FusedOp& f = *n->fused;
+          py::list post;
+          for (const auto& p : f.post_ops)
+            post.append(py::make_tuple(kinds[static_cast<int>(p.kind)], p.alg, p.alpha, p.beta));
+          py::dict d;
+          d["name"] = n->name;
+          d["target"] = n->target;
+          d["anchor_op"] = f.anchor_op;
+          d["post_ops"] = post;
+          d["covers"] = f.covers;
+          d["bn"] = f.bn_arg >= 0;
+          d["channels_last"] = f.channels_last;
+          d["weight_nk"] = f.weight_nk;
+          d["flatten_src"] = f.flatten_src;
+          out.append(d);
+        }
+        return out;
+      })
       .def("__str__", &Graph::str);
 
   m.def("pass_names", [] {

@@ -29,3 +29,17 @@ def meta(shape, dtype=F32):
 
 def targets(g):
     return _C.Graph.node_targets(g)
+
+
+def fused(g):
+    """The oneDNN fusion nodes of g: [{name, target, anchor_op, post_ops, covers, bn, ...}]."""
+    return g.fused_nodes()
+
+
+def pipeline_until(g, last):
+    """Run the pipeline's passes in order up to and including `last`."""
+    for name in _C.pass_names():
+        _C.run_pass(g, name)
+        if name == last:
+            return g
+    raise ValueError(last)

@@ -21,15 +21,19 @@ def test_report_counts_and_table():
     with torch.no_grad():
         report = fxcpp.explain(model, x)
     assert set(report.kernel_counts) == {"onednn", "cpu_fused", "cuda", "aten", "interpreter"}
-    assert report.kernel_counts["aten"] == 4  # convolution, batch norm, relu, mean
+    # convolution + batch norm + relu are one oneDNN node (3 FX nodes); mean stays in ATen
+    assert report.kernel_counts["onednn"] == 3 and report.kernel_counts["aten"] == 1
     assert report.kernel_counts["interpreter"] == 0
     text = str(report)
     header = text.splitlines()[0].split()
-    assert header == ["graph", "node", "op", "partition", "kernel", "shape", "dtype", "time_us"]
+    assert header == ["graph", "node", "op", "partition", "group", "kernel", "shape", "dtype", "time_us"]
     conv = next(r for r in report.rows if r.op == "aten::convolution")
-    assert conv.kernel == "aten" and conv.shape == "[2, 8, 6, 6]" and conv.dtype == "float32"
-    assert conv.time_us is not None and conv.time_us > 0
-    assert "kernel counts: onednn=0, cpu_fused=0, cuda=0, aten=4, interpreter=0" in text
+    assert conv.kernel == "onednn" and conv.shape == "[2, 8, 6, 6]" and conv.dtype == "float32"
+    assert conv.group == conv.node and conv.time_us is not None and conv.time_us > 0
+    assert "kernel counts: onednn=3, cpu_fused=0, cuda=0, aten=1, interpreter=0" in text
+    with torch.no_grad():
+        off = fxcpp.explain(model, x, options={"disable_passes": ["onednn_lower"]})
+    assert off.kernel_counts["aten"] == 4 and off.kernel_counts["onednn"] == 0
 
 
 def test_removed_nodes_are_reported():

@@ -8,6 +8,7 @@
 // record which args they are.
 //
 //   %c = onednn::conv(%x, %w, %b); %bn = aten::_native_batch_norm_legit_no_training(%c, %g, %be, %m, %v, mom, eps)
+//   (or native_batch_norm(.., training=False, ..), as make_fx traces it)
 //      → %bn.0 = onednn::conv(%x, %w, %b, %g, %be, %m, %v) {bn(arg3, eps)}
 #include "passes/fusion/fusion_util.h"
 #include "passes/pass.h"
@@ -31,13 +32,23 @@ bool fold_batchnorm_pass(Graph& g, const PassContext&) {
     if ((!conv && !linear) || !w || !(w->is_input || w->constant)) continue;
     auto uses = g.use_counts();
     Node* bn = sole_user(g, n->outputs[0], uses);
-    if (!bn || !bn->is_aten() || bn->schema().name() != "aten::_native_batch_norm_legit_no_training") continue;
+    if (!bn || !bn->is_aten()) continue;
+    // Inference BN: _native_batch_norm_legit_no_training(.., momentum, eps), or
+    // native_batch_norm / _native_batch_norm_legit(.., training=False, momentum, eps).
+    const std::string op = bn->schema().name();
+    int eps_arg = -1;
+    double training = 1;
+    if (op == "aten::_native_batch_norm_legit_no_training") eps_arg = 6;
+    else if ((op == "aten::native_batch_norm" || op == "aten::_native_batch_norm_legit") && bn->args.size() == 8 &&
+             const_number(bn->args[5], training) && training == 0)
+      eps_arg = 7;
+    if (eps_arg < 0) continue;
     if (value_of(bn->args[0]) != n->outputs[0]) continue;
     // Only the normalized output may be used (the saved mean/invstd are empty in inference anyway).
     if (uses[bn->outputs[1]->id] || uses[bn->outputs[2]->id]) continue;
     const Value* out = bn->outputs[0];
     double eps;
-    bool ok = onednn_tensor(out) && out->meta->dtype == n->outputs[0]->meta->dtype && const_number(bn->args[6], eps);
+    bool ok = onednn_tensor(out) && out->meta->dtype == n->outputs[0]->meta->dtype && const_number(bn->args[eps_arg], eps);
     for (int i = 1; i <= 4; ++i) ok = ok && onednn_tensor(value_of(bn->args[i])) && value_of(bn->args[i])->meta->dim() == 1;
     if (!ok) continue;
     auto folded = std::make_shared<FusedOp>(f);

@@ -75,6 +75,17 @@ std::optional<PostOpMatch> match_post_op(const Node& u, const Value* v) {
     if (op == "aten::clamp_min" && ov.empty() && const_number(u.args[1], a)) return one(eltwise("clip", a, kInf));
     if (op == "aten::clamp_max" && ov.empty() && const_number(u.args[1], a)) return one(eltwise("clip", -kInf, a));
   }
+  // rsub(v, other, alpha) = other - alpha * v.
+  if (op == "aten::rsub" && first) {
+    double alpha = 1, s;
+    if (!const_number(u.args[2], alpha)) return std::nullopt;
+    if (const_number(u.args[1], s)) return one(eltwise("linear", -alpha, s));
+    if (!broadcasts_into(value_of(u.args[1]), v)) return std::nullopt;
+    PostOp p;
+    p.kind = PostOp::Kind::Binary;
+    p.alg = "add";
+    return PostOpMatch{{eltwise("linear", -alpha, 0), p}, &u.args[1]};
+  }
   // Binary: add/sub/mul/div with a scalar (an eltwise linear) or a broadcast tensor.
   const bool add = op == "aten::add", sub = op == "aten::sub", mul = op == "aten::mul", div = op == "aten::div";
   if (!(add || sub || mul || div) || !(ov == "Tensor" || ov == "Scalar")) return std::nullopt;

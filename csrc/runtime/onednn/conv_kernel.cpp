@@ -11,6 +11,7 @@
 
 #include "runtime/kernel.h"
 #include "runtime/onednn/common.h"
+#include "runtime/onednn/reference.h"
 
 namespace fxcpp::onednn {
 
@@ -33,6 +34,23 @@ class ConvKernel final : public Kernel {
   const char* kind() const override { return "onednn"; }
 
   void run(Stack& stack) const override {
+    if (stack[0].toTensor().numel() == 0 || stack[1].toTensor().numel() == 0) return reference(stack);
+    try {
+      run_onednn(stack);
+    } catch (const dnnl::error&) {
+      reference(stack);  // a primitive oneDNN would not build for this signature
+    }
+  }
+
+ private:
+  void reference(Stack& stack) const {
+    at::Tensor y = reference_conv(f_, stack);
+    if (f_.channels_last) y = y.contiguous(y.dim() == 5 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast);
+    stack.clear();
+    stack.emplace_back(std::move(y));
+  }
+
+  void run_onednn(Stack& stack) const {
     const at::Tensor x = stack[0].toTensor();
     const at::Tensor w = stack[1].toTensor();
     const at::Tensor bias = stack[2].isNone() ? at::Tensor() : stack[2].toTensor();
@@ -123,7 +141,6 @@ class ConvKernel final : public Kernel {
     stack.emplace_back(dst);
   }
 
- private:
   struct Entry {
     dnnl::primitive_desc pd;
     dnnl::primitive prim;
@@ -177,7 +194,7 @@ class ConvKernel final : public Kernel {
     memory::desc bias_md;
     if (bias.defined() || folded) bias_md = memory::desc({out[1]}, bias.defined() ? dtype_of(bias.scalar_type()) : dt, tag::a);
     PostOpArgs po = build_post_ops(f_, operands, sum_in_place, nd);
-    try {
+    {
       if (f_.transposed) {
         auto pd = dnnl::deconvolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,
                                                               dnnl::algorithm::deconvolution_direct, src_md, w_md, bias_md,
@@ -191,8 +208,6 @@ class ConvKernel final : public Kernel {
         e->prim = dnnl::convolution_forward(pd);
         e->pd = pd;
       }
-    } catch (const dnnl::error& err) {
-      throw std::runtime_error(std::string("oneDNN convolution primitive: ") + err.what());
     }
     e->binary = po.binary;
     e->bias_md = bias_md;

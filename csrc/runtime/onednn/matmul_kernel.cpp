@@ -6,6 +6,7 @@
 
 #include "runtime/kernel.h"
 #include "runtime/onednn/common.h"
+#include "runtime/onednn/reference.h"
 
 namespace fxcpp::onednn {
 
@@ -21,6 +22,22 @@ class MatmulKernel final : public Kernel {
   const char* kind() const override { return "onednn"; }
 
   void run(Stack& stack) const override {
+    if (stack[0].toTensor().numel() == 0 || stack[1].toTensor().numel() == 0) return reference(stack);
+    try {
+      run_onednn(stack);
+    } catch (const dnnl::error&) {
+      reference(stack);  // a primitive oneDNN would not build for this signature
+    }
+  }
+
+ private:
+  void reference(Stack& stack) const {
+    at::Tensor y = reference_matmul(f_, stack);
+    stack.clear();
+    stack.emplace_back(std::move(y));
+  }
+
+  void run_onednn(Stack& stack) const {
     at::Tensor src = stack[0].toTensor();
     const at::Tensor w_in = stack[1].toTensor();
     const at::Tensor bias = stack[2].isNone() ? at::Tensor() : stack[2].toTensor();
@@ -93,7 +110,6 @@ class MatmulKernel final : public Kernel {
     stack.emplace_back(dst.view(out_shape));
   }
 
- private:
   struct Entry {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul prim;
@@ -146,11 +162,7 @@ class MatmulKernel final : public Kernel {
     }
     PostOpArgs po = build_post_ops(f_, operands, sum_in_place, nd);
     auto e = std::make_shared<Entry>();
-    try {
-      e->pd = dnnl::matmul::primitive_desc(cpu_engine(), src_md, w_md, bias_md, dst_md, po.attr);
-    } catch (const dnnl::error& err) {
-      throw std::runtime_error(std::string("oneDNN matmul primitive: ") + err.what());
-    }
+    e->pd = dnnl::matmul::primitive_desc(cpu_engine(), src_md, w_md, bias_md, dst_md, po.attr);
     e->prim = dnnl::matmul(e->pd);
     e->binary = po.binary;
     e->wd = wd;

@@ -1,0 +1,86 @@
+// The fused computation in plain ATen ops. Used for what oneDNN cannot run — an empty
+// dimension (a K = 0 matmul must still give bias + post-ops of zeros), or a primitive it
+// refuses to build — so a fused node never fails where the unfused graph would not.
+#include <ATen/ops/add.h>
+#include <ATen/ops/clamp.h>
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/div.h>
+#include <ATen/ops/elu.h>
+#include <ATen/ops/gelu.h>
+#include <ATen/ops/hardsigmoid.h>
+#include <ATen/ops/hardswish.h>
+#include <ATen/ops/leaky_relu.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/relu.h>
+#include <ATen/ops/rsqrt.h>
+#include <ATen/ops/sigmoid.h>
+#include <ATen/ops/silu.h>
+#include <ATen/ops/sub.h>
+#include <ATen/ops/tanh.h>
+
+#include "runtime/onednn/reference.h"
+
+namespace fxcpp::onednn {
+
+namespace {
+
+at::Tensor eltwise(const PostOp& p, const at::Tensor& y) {
+  const std::string& a = p.alg;
+  if (a == "relu") return p.alpha == 0.f ? at::relu(y) : at::leaky_relu(y, p.alpha);
+  if (a == "gelu_erf") return at::gelu(y, "none");
+  if (a == "gelu_tanh") return at::gelu(y, "tanh");
+  if (a == "swish") return at::silu(y);
+  if (a == "logistic") return at::sigmoid(y);
+  if (a == "tanh") return at::tanh(y);
+  if (a == "hardswish") return at::hardswish(y);
+  if (a == "hardsigmoid") return at::hardsigmoid(y);
+  if (a == "elu") return at::elu(y, p.alpha);
+  if (a == "clip") return at::clamp(y, p.alpha, p.beta);
+  if (a == "linear") return at::add(at::mul(y, p.alpha), p.beta);
+  throw std::invalid_argument("unknown eltwise post-op " + a);
+}
+
+at::Tensor binary(const std::string& a, const at::Tensor& y, const at::Tensor& o) {
+  if (a == "add") return at::add(y, o);
+  if (a == "sub") return at::sub(y, o);
+  if (a == "mul") return at::mul(y, o);
+  if (a == "div") return at::div(y, o);
+  throw std::invalid_argument("unknown binary post-op " + a);
+}
+
+// Inference BatchNorm over dim 1 (conv channels; a Linear's output features).
+at::Tensor batch_norm(const FusedOp& f, const at::Tensor& y, const Stack& s) {
+  std::vector<int64_t> shape(y.dim(), 1);
+  shape[1] = -1;
+  auto r = [&](int i) { return s[f.bn_arg + i].toTensor().reshape(shape); };
+  at::Tensor scale = at::mul(r(0), at::rsqrt(at::add(r(3), f.bn_eps)));
+  return at::add(at::mul(at::sub(y, r(2)), scale), r(1));
+}
+
+at::Tensor finish(const FusedOp& f, at::Tensor y, const Stack& s) {
+  if (f.bn_arg >= 0) y = batch_norm(f, y, s);
+  for (const PostOp& p : f.post_ops)
+    y = p.kind == PostOp::Kind::Eltwise ? eltwise(p, y)
+                                        : binary(p.kind == PostOp::Kind::Sum ? "add" : p.alg, y, s[p.arg].toTensor());
+  return y;
+}
+
+}  // namespace
+
+at::Tensor reference_matmul(const FusedOp& f, const Stack& s) {
+  const at::Tensor& w = s[1].toTensor();
+  at::Tensor y = at::matmul(s[0].toTensor(), f.weight_nk ? w.transpose(-1, -2) : w);
+  if (!s[2].isNone()) y = at::add(y, s[2].toTensor());
+  return finish(f, y, s).contiguous();
+}
+
+at::Tensor reference_conv(const FusedOp& f, const Stack& s) {
+  c10::optional<at::Tensor> bias;
+  if (!s[2].isNone()) bias = s[2].toTensor();
+  at::Tensor y = at::convolution(s[0].toTensor(), s[1].toTensor(), bias, f.stride, f.padding, f.dilation, f.transposed,
+                                 f.output_padding, f.groups);
+  return finish(f, y, s).contiguous();
+}
+
+}  // namespace fxcpp::onednn
