@@ -34,6 +34,8 @@ struct FusedOp {
   bool transposed = false;
   int64_t groups = 1;
   bool channels_last = false;  // layout_propagation: write the output channels-last (NHWC/NDHWC)
+  // A zero constant_pad_nd folded in front (per spatial dim, before / after): oneDNN pads asymmetrically.
+  std::vector<int64_t> pad_before, pad_after;
   // Matmul: src [..., M, K] @ weight; weight_nk: the weight Value is [N, K] (a Linear's weight,
   // or batched [B, N, K]) and is read transposed. flatten_src: src [*, K] is read as [prod(*), K]
   // and the result viewed back to [*, N] (a Linear on an N-d input).

@@ -55,7 +55,8 @@ std::string FusedOp::str() const {
   if (anchor == Anchor::Conv)
     os << " stride=" << ints(stride) << " padding=" << ints(padding) << " dilation=" << ints(dilation)
        << (transposed ? " transposed output_padding=" + ints(output_padding) : "") << " groups=" << groups
-       << (channels_last ? " channels_last" : "");
+       << (channels_last ? " channels_last" : "")
+       << (pad_before.empty() ? "" : " pad_before=" + ints(pad_before) + " pad_after=" + ints(pad_after));
   if (weight_nk) os << " weight_nk";
   if (flatten_src) os << " flatten_src";
   if (bn_arg >= 0) os << " bn(arg" << bn_arg << ", eps=" << bn_eps << ")";

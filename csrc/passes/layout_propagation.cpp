@@ -27,7 +27,8 @@ const std::unordered_set<std::string>& layout_following_ops() {
       "aten::add", "aten::sub", "aten::mul", "aten::div", "aten::neg", "aten::abs", "aten::exp", "aten::clone",
       "aten::_native_batch_norm_legit_no_training", "aten::max_pool2d_with_indices", "aten::max_pool3d_with_indices",
       "aten::avg_pool2d", "aten::avg_pool3d", "aten::adaptive_avg_pool2d", "aten::_adaptive_avg_pool2d",
-      "aten::adaptive_avg_pool3d", "aten::_adaptive_avg_pool3d", "aten::mean", "aten::sum", "aten::amax"};
+      "aten::adaptive_avg_pool3d", "aten::_adaptive_avg_pool3d", "aten::mean", "aten::sum", "aten::amax",
+      "aten::constant_pad_nd", "aten::cat", "aten::_to_copy"};
   return ops;
 }
 
@@ -35,6 +36,17 @@ bool spatial_all_ones(const Value* v) {
   if (!v->meta) return false;
   for (size_t i = 2; i < v->meta->sizes.size(); ++i)
     if (!(v->meta->sizes[i] == Dim::of(1))) return false;
+  return true;
+}
+
+bool is_to_channels_last_order(const std::vector<int64_t>& perm, const Value* v) {
+  const int64_t nd = v->meta ? v->meta->dim() : 0;
+  if (nd < 3 || static_cast<int64_t>(perm.size()) != nd) return false;
+  std::vector<int64_t> want = {0};
+  for (int64_t i = 2; i < nd; ++i) want.push_back(i);
+  want.push_back(1);
+  for (int64_t i = 0; i < nd; ++i)
+    if ((perm[i] + nd) % nd != want[i]) return false;
   return true;
 }
 
@@ -65,6 +77,10 @@ class Checker {
     if ((op == "aten::view" || op == "aten::reshape" || op == "aten::_unsafe_view" || op == "aten::flatten") &&
         spatial_all_ones(v))
       return true;  // [N, C, 1, 1] → [N, C]: the same bytes in either layout
+    // permute(0, 2, 3, 1) of a channels-last tensor is contiguous (ConvNeXt's conv → LayerNorm):
+    // every later view of it is valid, so the layout stops mattering here.
+    std::vector<int64_t> perm;
+    if (op == "aten::permute" && const_int_list(u->args[1], perm) && is_to_channels_last_order(perm, v)) return true;
     if (!layout_following_ops().count(op)) return false;
     for (const Value* o : u->outputs)
       if (o->kind == ValueKind::Tensor && !any_layout_ok(o, depth + 1)) return false;
@@ -85,7 +101,7 @@ bool layout_propagation_pass(Graph& g, const PassContext&) {
   for (Node* n : g.nodes()) {
     if (!n->fused || n->fused->anchor != FusedOp::Anchor::Conv || n->fused->channels_last) continue;
     const Value* out = n->outputs[0];
-    if (!out->meta || (out->meta->dim() != 4 && out->meta->dim() != 5)) continue;
+    if (!out->meta || out->meta->dim() < 3) continue;
     if (!check.any_layout_ok(out)) continue;
     auto f = std::make_shared<FusedOp>(*n->fused);
     f->channels_last = true;

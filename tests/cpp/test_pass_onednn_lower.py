@@ -68,3 +68,27 @@ def test_refuses_what_the_kernels_do_not_run(fn, shapes, dtype):
     torch.testing.assert_close(run(g, *xs)[0], fn(*xs))
     if dtype == torch.float64:
         assert str(g) == before
+
+
+def test_folds_a_zero_constant_pad_into_the_conv():
+    def f(x, w, b):
+        return F.conv2d(F.pad(x, (0, 1, 2, 1)), w, b, stride=2)
+
+    xs = [torch.randn(1, 4, 9, 8), torch.randn(6, 4, 3, 3), torch.randn(6)]
+    _, g = lowered(f, *xs)
+    pipeline_until(g, "onednn_lower")
+    assert targets(g) == ["onednn::conv"]
+    (node,) = fused(g)
+    assert "constant_pad_nd" in node["covers"]
+    torch.testing.assert_close(run(g, *xs)[0], f(*xs), atol=1e-4, rtol=1e-4)
+
+
+def test_keeps_a_nonzero_pad():
+    def f(x, w):
+        return F.conv2d(F.pad(x, (1, 1, 1, 1), value=1.0), w)
+
+    xs = [torch.randn(1, 4, 6, 6), torch.randn(6, 4, 3, 3)]
+    _, g = lowered(f, *xs)
+    pipeline_until(g, "onednn_lower")
+    assert targets(g) == ["aten::constant_pad_nd", "onednn::conv"]
+    torch.testing.assert_close(run(g, *xs)[0], f(*xs), atol=1e-4, rtol=1e-4)

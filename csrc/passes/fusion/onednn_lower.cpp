@@ -5,7 +5,11 @@
 //   %v = aten::view(%x3, [M,K]); %y = aten::mm(%v, %t); %o = aten::view(%y, [B,S,N])
 //                                                         →  %o = onednn::matmul(%x3, %w, None) {weight_nk flatten_src}
 //   %y = aten::convolution(%x, %w, %b, ...)                →  %y = onednn::conv(%x, %w, %b) {stride=.. ...}
+//   %p = aten::constant_pad_nd(%x, pads, 0); %y = aten::convolution(%p, ...)
+//                                                         →  %y = onednn::conv(%x, ...) {pad_before pad_after}
 //   %y = aten::bmm(%a, %b)                                 →  %y = onednn::matmul(%a, %b, None)
+#include <algorithm>
+
 #include "passes/fusion/fusion_util.h"
 #include "passes/pass.h"
 
@@ -56,7 +60,28 @@ bool lower_conv(Graph& g, Node* n) {
   if (f->transposed && f->output_padding.size() != sp) return false;
   f->groups = static_cast<int64_t>(groups);
   f->covers = {n->name};
-  g.replace_with_fused({n}, "onednn::conv", {n->args[0], n->args[1], n->args[2]}, f);
+  std::vector<Node*> chain = {n};
+  Arg src = n->args[0];
+  // A zero constant_pad_nd of the spatial dims right before (MobileNet's "same" padding):
+  // folded into oneDNN's asymmetric padding instead of materializing the padded tensor.
+  Node* pad = x->producer;
+  std::vector<int64_t> pads;
+  double fill;
+  if (!f->transposed && pad && pad->is_aten() && pad->schema().name() == "aten::constant_pad_nd" &&
+      g.use_counts()[x->id] == 1 && const_int_list(pad->args[1], pads) && const_number(pad->args[2], fill) && fill == 0 &&
+      pads.size() <= 2 * sp && onednn_tensor(value_of(pad->args[0])) &&
+      std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p >= 0; })) {
+    f->pad_before.assign(sp, 0);
+    f->pad_after.assign(sp, 0);
+    for (size_t k = 0; k < pads.size() / 2; ++k) {  // pairs from the last dim backwards
+      f->pad_before[sp - 1 - k] = pads[2 * k];
+      f->pad_after[sp - 1 - k] = pads[2 * k + 1];
+    }
+    src = pad->args[0];
+    chain = {pad, n};
+    f->covers.push_back(pad->name);
+  }
+  g.replace_with_fused(chain, "onednn::conv", {src, n->args[1], n->args[2]}, f);
   return true;
 }
 

@@ -3,11 +3,13 @@
 // concrete input signature, built at its first call; the weight is reordered once into
 // the primitive's preferred (blocked) layout and re-packed only when a source changes.
 //
-// Activations: a channels-last input is read as it is (no copy). Otherwise the primitive
-// picks its layout and the input is reordered into it, as eager's oneDNN path does. The
-// output is written channels-last when layout_propagation asked for it (then chains of
-// convolutions never reorder), else in the contiguous layout eager returns.
+// Activations: oneDNN's convolutions run channels-last natively, so the primitive always
+// reads and writes channels-last: a channels-last input is read as it is (no copy), any
+// other is reordered once into the layout the primitive picked. The result stays
+// channels-last when layout_propagation asked for it (chains of convolutions then never
+// reorder); otherwise it is copied to the contiguous layout eager returns.
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 
 #include "runtime/kernel.h"
 #include "runtime/onednn/common.h"
@@ -17,13 +19,33 @@ namespace fxcpp::onednn {
 
 namespace {
 
-bool channels_last(const at::Tensor& t) {
-  if (t.dim() == 4) return !t.is_contiguous() && t.is_contiguous(at::MemoryFormat::ChannelsLast);
-  if (t.dim() == 5) return !t.is_contiguous() && t.is_contiguous(at::MemoryFormat::ChannelsLast3d);
-  return false;
+// Channels-last strides for any rank ≥ 3: [N, C, *S] stored as [N, *S, C] (conv1d included,
+// which has no at::MemoryFormat of its own).
+std::vector<int64_t> cl_strides(at::IntArrayRef sizes) {
+  const int64_t nd = static_cast<int64_t>(sizes.size());
+  std::vector<int64_t> st(nd);
+  int64_t s = 1;
+  st[1] = s;
+  s *= sizes[1];
+  for (int64_t i = nd - 1; i >= 2; --i) {
+    st[i] = s;
+    s *= sizes[i];
+  }
+  st[0] = s;
+  return st;
 }
 
-at::MemoryFormat cl_format(int64_t nd) { return nd == 5 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast; }
+bool channels_last(const at::Tensor& t) {
+  if (t.dim() < 3 || t.is_contiguous()) return false;
+  auto want = cl_strides(t.sizes());
+  for (int64_t i = 0; i < t.dim(); ++i)
+    if (t.size(i) != 1 && t.stride(i) != want[i]) return false;
+  return true;
+}
+
+at::Tensor empty_cl(at::IntArrayRef sizes, const at::TensorOptions& o) { return at::empty_strided(sizes, cl_strides(sizes), o); }
+
+at::Tensor to_cl(const at::Tensor& t) { return channels_last(t) ? t : empty_cl(t.sizes(), t.options()).copy_(t); }
 
 class ConvKernel final : public Kernel {
  public:
@@ -45,7 +67,7 @@ class ConvKernel final : public Kernel {
  private:
   void reference(Stack& stack) const {
     at::Tensor y = reference_conv(f_, stack);
-    if (f_.channels_last) y = y.contiguous(y.dim() == 5 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast);
+    if (f_.channels_last) y = to_cl(y);
     stack.clear();
     stack.emplace_back(std::move(y));
   }
@@ -60,7 +82,11 @@ class ConvKernel final : public Kernel {
     Dims out = {x.size(0), f_.transposed ? w.size(1) * g : w.size(0)};
     Dims pad_l(f_.padding.begin(), f_.padding.end()), pad_r(sp), dil(sp), strides(f_.stride.begin(), f_.stride.end());
     for (int64_t i = 0; i < sp; ++i) {
-      const int64_t in = x.size(2 + i), k = w.size(2 + i), s = f_.stride[i], d = f_.dilation[i], p = f_.padding[i];
+      const int64_t extra_l = f_.pad_before.empty() ? 0 : f_.pad_before[i];
+      const int64_t extra_r = f_.pad_after.empty() ? 0 : f_.pad_after[i];
+      // A folded constant_pad_nd: the conv sees an input extra_l + extra_r larger.
+      const int64_t in = x.size(2 + i) + extra_l + extra_r, k = w.size(2 + i), s = f_.stride[i], d = f_.dilation[i],
+                    p = f_.padding[i];
       const int64_t ext = (k - 1) * d + 1;
       int64_t o;
       if (f_.transposed) {
@@ -68,12 +94,15 @@ class ConvKernel final : public Kernel {
         pad_r[i] = p - f_.output_padding[i];
       } else {
         o = (in + 2 * p - ext) / s + 1;
-        pad_r[i] = (o - 1) * s + ext - in - p;
+        pad_r[i] = (o - 1) * s + ext - in - p + extra_r;
+        pad_l[i] += extra_l;
       }
       out.push_back(o);
       dil[i] = d - 1;
     }
-    const bool out_cl = f_.channels_last && (nd == 4 || nd == 5);
+    // oneDNN's convolutions run channels-last natively (brgconv); the primitive always writes
+    // channels-last, and a contiguous result (for a graph output, a view) is copied out of it.
+    const bool out_cl = f_.channels_last;
     std::vector<at::Tensor> bn;
     if (f_.bn_arg >= 0)
       for (int i = 0; i < 4; ++i) bn.push_back(stack[f_.bn_arg + i].toTensor());
@@ -87,10 +116,8 @@ class ConvKernel final : public Kernel {
       at::Tensor t = stack[p.arg].toTensor();
       // A full-size operand in the output's layout can be read (or accumulated into) as it is.
       const bool full = t.sizes().equals(at::IntArrayRef(out));
-      const bool layout_ok = out_cl ? channels_last(t) : t.is_contiguous();
-      if (owned && full && layout_ok) in_place = t;
-      operands[i] = full ? (layout_ok ? t : t.contiguous(out_cl ? cl_format(nd) : at::MemoryFormat::Contiguous))
-                         : operand_for_dst(t, nd).contiguous();
+      if (owned && full && out_cl && channels_last(t)) in_place = t;
+      operands[i] = full ? to_cl(t) : operand_for_dst(t, nd).contiguous();
     }
     const bool sum_in_place = in_place.defined();
 
@@ -100,23 +127,20 @@ class ConvKernel final : public Kernel {
     auto e = entry(key, x, w, bias, !bn.empty(), out, pad_l, pad_r, dil, strides, operands, sum_in_place, out_cl);
 
     // Input: as it is when the primitive reads that layout, else reordered into the one it picked.
-    memory src_mem;
+    memory src_mem = as_memory(x, e->src_plain);
     at::Tensor src_buf;
-    if (e->src_plain == e->pd.src_desc()) {
-      src_mem = as_memory(x, e->src_plain);
-    } else {
-      src_buf = reorder_to(x.contiguous(), plain_desc(x.contiguous()), e->pd.src_desc());
-      src_mem = memory(e->pd.src_desc(), cpu_engine(), src_buf.data_ptr());
+    if (e->src_reorder) {  // built once per signature, like the primitive
+      src_buf = alloc_for(e->pd.src_desc());
+      memory to(e->pd.src_desc(), cpu_engine(), src_buf.data_ptr());
+      dnnl::stream s(cpu_engine());
+      e->src_reorder->execute(s, src_mem, to);
+      s.wait();
+      src_mem = to;
     }
-    at::Tensor dst = sum_in_place ? in_place
-                                  : at::empty(out, x.options().memory_format(out_cl ? cl_format(nd) : at::MemoryFormat::Contiguous));
-    const memory::desc dst_plain = plain_desc(dst);
-    const bool direct = dst_plain == e->pd.dst_desc();
-    at::Tensor dst_buf = direct ? dst : alloc_for(e->pd.dst_desc());
-
+    at::Tensor dst = sum_in_place ? in_place : empty_cl(out, x.options());
     std::unordered_map<int, memory> args;
     args[DNNL_ARG_SRC] = src_mem;
-    args[DNNL_ARG_DST] = memory(e->pd.dst_desc(), cpu_engine(), dst_buf.data_ptr());
+    args[DNNL_ARG_DST] = as_memory(dst, e->pd.dst_desc());
     std::shared_ptr<const PackedWeights> packed;
     at::Tensor w_hold, b_hold;  // keep copies alive until execute() returns
     if (prepack_) {
@@ -131,12 +155,7 @@ class ConvKernel final : public Kernel {
     for (const auto& [i, d] : e->binary)
       args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = as_memory(operands[i], d);
     execute(e->prim, e->pd, args);
-    if (!direct) {
-      memory from(e->pd.dst_desc(), cpu_engine(), dst_buf.data_ptr()), to = as_memory(dst, dst_plain);
-      dnnl::stream s(cpu_engine());
-      dnnl::reorder(from, to).execute(s, from, to);
-      s.wait();
-    }
+    if (!out_cl) dst = dst.contiguous();
     stack.clear();
     stack.emplace_back(dst);
   }
@@ -145,6 +164,7 @@ class ConvKernel final : public Kernel {
     dnnl::primitive_desc pd;
     dnnl::primitive prim;
     memory::desc src_plain, w_plain, bias_md;
+    std::optional<dnnl::reorder> src_reorder;  // input layout → the primitive's, when they differ
     std::vector<std::pair<int, memory::desc>> binary;
     std::shared_ptr<const PackedWeights> packed;
   };
@@ -174,7 +194,7 @@ class ConvKernel final : public Kernel {
   std::shared_ptr<Entry> entry(const std::string& key, const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias,
                                bool folded, const Dims& out, const Dims& pad_l, const Dims& pad_r, const Dims& dil,
                                const Dims& strides, const std::vector<at::Tensor>& operands, bool sum_in_place,
-                               bool out_cl) const {
+                               bool /*out_cl*/) const {
     {
       std::lock_guard<std::mutex> lk(mu_);
       auto it = cache_.find(key);
@@ -188,8 +208,7 @@ class ConvKernel final : public Kernel {
     using tag = memory::format_tag;
     // Channels-last input: read it as it is. Otherwise let oneDNN choose (and reorder into it).
     memory::desc src_md = channels_last(x) ? e->src_plain : memory::desc(dims_of(x.sizes()), dt, tag::any);
-    memory::desc dst_md = out_cl || sum_in_place ? memory::desc(out, dt, out_cl ? (nd == 5 ? tag::ndhwc : tag::nhwc) : (nd == 3 ? tag::ncw : nd == 4 ? tag::nchw : tag::ncdhw))
-                                                 : memory::desc(out, dt, tag::any);
+    memory::desc dst_md(out, dt, nd == 3 ? tag::nwc : nd == 4 ? tag::nhwc : tag::ndhwc);
     memory::desc w_md = prepack_ ? memory::desc(e->w_plain.get_dims(), e->w_plain.get_data_type(), tag::any) : e->w_plain;
     memory::desc bias_md;
     if (bias.defined() || folded) bias_md = memory::desc({out[1]}, bias.defined() ? dtype_of(bias.scalar_type()) : dt, tag::a);
@@ -211,6 +230,7 @@ class ConvKernel final : public Kernel {
     }
     e->binary = po.binary;
     e->bias_md = bias_md;
+    if (!(e->src_plain == e->pd.src_desc())) e->src_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), e->src_plain, cpu_engine(), e->pd.src_desc()));
     std::lock_guard<std::mutex> lk(mu_);
     return cache_.emplace(key, e).first->second;
   }

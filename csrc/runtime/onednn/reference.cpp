@@ -3,6 +3,7 @@
 // refuses to build — so a fused node never fails where the unfused graph would not.
 #include <ATen/ops/add.h>
 #include <ATen/ops/clamp.h>
+#include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/div.h>
 #include <ATen/ops/elu.h>
@@ -78,7 +79,16 @@ at::Tensor reference_matmul(const FusedOp& f, const Stack& s) {
 at::Tensor reference_conv(const FusedOp& f, const Stack& s) {
   c10::optional<at::Tensor> bias;
   if (!s[2].isNone()) bias = s[2].toTensor();
-  at::Tensor y = at::convolution(s[0].toTensor(), s[1].toTensor(), bias, f.stride, f.padding, f.dilation, f.transposed,
+  at::Tensor x = s[0].toTensor();
+  if (!f.pad_before.empty()) {
+    std::vector<int64_t> pads;
+    for (size_t i = f.pad_before.size(); i-- > 0;) {
+      pads.push_back(f.pad_before[i]);
+      pads.push_back(f.pad_after[i]);
+    }
+    x = at::constant_pad_nd(x, pads, 0);
+  }
+  at::Tensor y = at::convolution(x, s[1].toTensor(), bias, f.stride, f.padding, f.dilation, f.transposed,
                                  f.output_padding, f.groups);
   return finish(f, y, s).contiguous();
 }
