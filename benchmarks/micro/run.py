@@ -52,20 +52,38 @@ def measure_peak(threads: int, quick: bool) -> dict:
 
 
 def measure_gemm(threads: int, quick: bool, peak: dict) -> list:
+    """Large GEMMs and a large convolution: eager ATen against fxcpp's oneDNN kernels
+    (prepacked weights), as GFLOP/s and % of the measured FMA peak."""
     sizes = [1024] if quick else [1024, 2048, 4096]
     dtypes = [torch.float32]
     if torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported():
         dtypes.append(torch.bfloat16)
     rows = []
+
+    def add(op, shape, key, fn, args, flops):
+        sec = _time(fn, args, threads, 0.2 if quick else 2.0)
+        gflops = flops / sec / 1e9
+        peak_gflops = (peak.get(key) or {}).get("gflops_total")
+        rows.append({"op": op, "n": shape, "dtype": key, "ms": sec * 1e3, "gflops": gflops,
+                     "pct_peak": 100 * gflops / peak_gflops if peak_gflops else None})
+
     for dtype in dtypes:
         key = "fp32" if dtype == torch.float32 else "bf16"
-        peak_gflops = (peak.get(key) or {}).get("gflops_total")
         for n in sizes:
             a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
-            sec = _time(torch.mm, (a, b), threads, 0.2 if quick else 2.0)
-            gflops = 2 * n**3 / sec / 1e9
-            rows.append({"op": "torch.mm", "n": n, "dtype": key, "ms": sec * 1e3, "gflops": gflops,
-                         "pct_peak": 100 * gflops / peak_gflops if peak_gflops else None})
+            add("torch.mm (eager)", n, key, torch.mm, (a, b), 2 * n**3)
+            with torch.no_grad():
+                lin = _compiled(torch.nn.functional.linear, "fxcpp")  # weight b: a prepacked [n, n] parameter
+                add("F.linear (fxcpp, oneDNN)", n, key, lin, (a, b), 2 * n**3)
+        # A ResNet-50 stage-2 3x3 convolution at batch 8 (channels-last in and out, as inside a chain).
+        x = torch.randn(8, 128, 28, 28, dtype=dtype).contiguous(memory_format=torch.channels_last)
+        w = torch.randn(128, 128, 3, 3, dtype=dtype)
+        flops = 2 * 8 * 128 * 28 * 28 * 128 * 9
+        conv = lambda x, w: torch.nn.functional.conv2d(x, w, padding=1)  # noqa: E731
+        shape = "8x128x28x28, 3x3x128"
+        with torch.no_grad():
+            add("conv2d (eager)", shape, key, conv, (x, w), flops)
+            add("conv2d (fxcpp, oneDNN)", shape, key, _compiled(conv, "fxcpp"), (x, w), flops)
     return rows
 
 
@@ -141,10 +159,11 @@ def to_markdown(r: dict) -> str:
         if pk.get(key):
             p = pk[key]
             lines.append(f"| {key} | {p['gflops_1core']:.1f} | {p['gflops_total']:.1f} | {p['gflops_per_core']:.1f} |")
-    lines += ["", "## GEMM (torch.mm, square)", "", "| n | dtype | ms | GFLOP/s | % of peak |", "|---|---|---|---|---|"]
+    lines += ["", "## GEMM and convolution (square n x n x n; a ResNet-50 3x3 conv)", "",
+              "| op | size | dtype | ms | GFLOP/s | % of peak |", "|---|---|---|---|---|---|"]
     for g in r["gemm"]:
         pct = f"{g['pct_peak']:.0f}%" if g["pct_peak"] is not None else "-"
-        lines.append(f"| {g['n']} | {g['dtype']} | {g['ms']:.2f} | {g['gflops']:.1f} | {pct} |")
+        lines.append(f"| {g.get('op', 'torch.mm')} | {g['n']} | {g['dtype']} | {g['ms']:.2f} | {g['gflops']:.1f} | {pct} |")
     lines += [
         "",
         f"## Bandwidth (triad: {tr['gbps_best']:.1f} GB/s best, {tr['gbps_median']:.1f} median; "

@@ -54,6 +54,7 @@ def test_quick_run_writes_every_field(tmp_path):
     assert r["backends"] == ["eager", "fxcpp"]
     assert r["peak"]["fp32"]["gflops_total"] > 0 and r["triad"]["gbps_best"] > 0
     assert {g["dtype"] for g in r["gemm"]} >= {"fp32"}
+    assert {g["op"] for g in r["gemm"]} >= {"torch.mm (eager)", "F.linear (fxcpp, oneDNN)", "conv2d (fxcpp, oneDNN)"}
     for g in r["gemm"]:
         assert g["gflops"] > 0 and g["pct_peak"] > 0
     assert {k["kernel"] for k in r["memory"]} == {"pointwise", "softmax", "layer_norm"}
