@@ -125,23 +125,33 @@ at::Tensor operand_for_dst(const at::Tensor& t, int64_t dst_ndims) {
 }
 
 std::string signature(const std::vector<at::Tensor>& ts, bool flag) {
-  std::ostringstream os;
+  // Raw bytes, not text: this runs on every call.
+  std::string key;
+  key.reserve(ts.size() * 80);
+  auto put = [&](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
   for (const auto& t : ts) {
-    if (!t.defined()) { os << "_;"; continue; }
-    os << static_cast<int>(t.scalar_type()) << t.sizes() << t.strides() << ";";
+    if (!t.defined()) {
+      put(-1);
+      continue;
+    }
+    put(static_cast<int64_t>(t.scalar_type()) << 8 | t.dim());
+    for (int64_t d : t.sizes()) put(d);
+    for (int64_t d : t.strides()) put(d);
   }
-  os << flag;
-  return os.str();
+  put(flag);
+  return key;
 }
 
 void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std::unordered_map<int, memory>& args) {
-  memory::desc sd = pd.scratchpad_desc();
-  at::Tensor scratch;
-  if (sd.get_size() > 0) {
-    scratch = alloc_for(sd);
-    args[DNNL_ARG_SCRATCHPAD] = memory(sd, cpu_engine(), scratch.data_ptr());
+  // One scratchpad per thread, grown as needed: no allocation (and no page faults) per call,
+  // and no sharing between threads running the same primitive.
+  thread_local at::Tensor scratch;
+  const size_t need = pd.scratchpad_desc().get_size();
+  if (need > 0) {
+    if (!scratch.defined() || static_cast<size_t>(scratch.numel()) < need) scratch = alloc_for(pd.scratchpad_desc());
+    args[DNNL_ARG_SCRATCHPAD] = memory(pd.scratchpad_desc(), cpu_engine(), scratch.data_ptr());
   }
-  dnnl::stream s(cpu_engine());
+  thread_local dnnl::stream s(cpu_engine());
   p.execute(s, args);
   s.wait();
 }

@@ -69,7 +69,7 @@ std::pair<at::Tensor, at::Tensor> fold_batchnorm(const at::Tensor& w, const at::
 // Reorders `src` (described by `user`) into a new buffer laid out as `target`.
 at::Tensor reorder_to(const at::Tensor& src, const memory::desc& user, const memory::desc& target);
 
-// Executes with a per-call scratchpad (primitives are shared across threads; oneDNN's
+// Executes with a per-thread scratchpad (primitives are shared across threads; oneDNN's
 // library-owned scratchpad is not safe for concurrent runs of one primitive).
 void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std::unordered_map<int, memory>& args);
 

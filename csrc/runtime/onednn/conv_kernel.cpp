@@ -123,7 +123,7 @@ class ConvKernel final : public Kernel {
 
     std::vector<at::Tensor> shape_of = {x, prepack_ ? at::Tensor() : w, bias};
     for (const auto& t : operands) shape_of.push_back(t);
-    std::string key = signature(shape_of, sum_in_place) + (prepack_ ? "w" + c10::str(w.sizes(), w.strides()) : "");
+    std::string key = signature(shape_of, sum_in_place) + (prepack_ ? signature({w}, true) : "");
     auto e = entry(key, x, w, bias, !bn.empty(), out, pad_l, pad_r, dil, strides, operands, sum_in_place, out_cl);
 
     // Input: as it is when the primitive reads that layout, else reordered into the one it picked.

@@ -84,7 +84,7 @@ class MatmulKernel final : public Kernel {
 
     std::vector<at::Tensor> shape_of = {src, prepack_ ? at::Tensor() : w, bias};
     for (const auto& t : operands) shape_of.push_back(t);
-    std::string key = signature(shape_of, sum_in_place) + (prepack_ ? "w" + c10::str(w.sizes(), w.strides()) : "");
+    std::string key = signature(shape_of, sum_in_place) + (prepack_ ? signature({w}, true) : "");
     std::shared_ptr<Entry> e = entry(key, src, wd, ws, w.scalar_type(), bias, !bn.empty(), operands, sum_in_place, dst_dims);
 
     at::Tensor dst = sum_in_place ? in_place : at::empty(dst_dims, src.options());
