@@ -82,6 +82,9 @@ class Checker {
     std::vector<int64_t> perm;
     if (op == "aten::permute" && const_int_list(u->args[1], perm) && is_to_channels_last_order(perm, v)) return true;
     if (!layout_following_ops().count(op)) return false;
+    // A reduction to fewer than 3 dims (global pooling as mean over H, W) has no layout left to carry.
+    const bool reduction = op == "aten::mean" || op == "aten::sum" || op == "aten::amax";
+    if (reduction && u->outputs.size() == 1 && u->outputs[0]->meta && u->outputs[0]->meta->dim() < 3) return true;
     for (const Value* o : u->outputs)
       if (o->kind == ValueKind::Tensor && !any_layout_ok(o, depth + 1)) return false;
     return true;

@@ -18,6 +18,9 @@
 #include "ir/verifier.h"
 #include "passes/pass.h"
 #include "runtime/executor.h"
+#ifdef FXCPP_HAS_ONEDNN
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
 
 namespace py = pybind11;
 using namespace fxcpp;
@@ -231,6 +234,22 @@ PYBIND11_MODULE(_C, m) {
       })
       .def("__str__", &Graph::str);
 
+  // oneDNN's own verbose log (1: one line per primitive run) — tests count reorders with it.
+  m.def("onednn_set_verbose", [](int level) {
+#ifdef FXCPP_HAS_ONEDNN
+    dnnl::set_verbose(level);
+    return true;
+#else
+    return false;
+#endif
+  });
+  m.def("has_onednn", [] {
+#ifdef FXCPP_HAS_ONEDNN
+    return true;
+#else
+    return false;
+#endif
+  });
   m.def("pass_names", [] {
     std::vector<std::string> out;
     for (const auto& p : pass_list()) out.push_back(p.name);
