@@ -100,3 +100,15 @@ def test_a_channels_last_input_is_read_without_a_reorder(capfd):
     exe = _C.Executable(g)
     exe.run([x, w])
     assert _reorders(capfd, lambda: exe.run([x, w])) == []
+
+
+def test_a_graph_output_that_eager_returns_channels_last_stays_channels_last():
+    x = torch.randn(2, 8, 10, 10).contiguous(memory_format=torch.channels_last)
+    w = torch.randn(8, 8, 3, 3)
+    _, g = lowered(lambda x, w: F.conv2d(x, w, padding=1), x, w)
+    pipeline_until(g, "layout_propagation")
+    assert [n["channels_last"] for n in fused(g)] == [True]
+    out = run(g, x, w)[0]
+    ref = F.conv2d(x, w, padding=1)
+    assert out.stride() == ref.stride()  # eager's own (channels-last) layout, no copy to contiguous
+    torch.testing.assert_close(out, ref, atol=1e-4, rtol=1e-4)
