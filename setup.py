@@ -11,6 +11,21 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 
+def _dnnl_cmake_dir() -> str:
+    """Where the onednn-devel wheel put dnnl-config.cmake (<prefix>/lib/cmake/dnnl; the prefix
+    is the base Python's when a venv sees system packages)."""
+    try:
+        from importlib.metadata import PackageNotFoundError, distribution
+
+        dist = distribution("onednn-devel-cpu-gomp")
+        for f in dist.files or []:
+            if f.name == "dnnl-config.cmake":
+                return os.path.dirname(os.path.abspath(dist.locate_file(f)))
+    except PackageNotFoundError:
+        pass
+    return os.path.join(sys.prefix, "lib", "cmake", "dnnl")
+
+
 class CMakeExtension(Extension):
     def __init__(self, name):
         super().__init__(name, sources=[])
@@ -34,8 +49,7 @@ class CMakeBuild(build_ext):
                 f"-DTORCH_DIR={torch_dir}",
                 f"-DTORCH_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
                 f"-DPython_EXECUTABLE={sys.executable}",
-                # The onednn-devel wheel puts its CMake config under <prefix>/lib/cmake/dnnl.
-                f"-Ddnnl_DIR={os.path.join(sys.prefix, 'lib', 'cmake', 'dnnl')}",
+                f"-Ddnnl_DIR={_dnnl_cmake_dir()}",
                 f"-DFXCPP_WITH_ONEDNN={'OFF' if os.environ.get('FXCPP_ONEDNN') == '0' else 'ON'}",
             ],
             cwd=build_dir,
