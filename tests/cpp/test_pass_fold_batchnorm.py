@@ -1,9 +1,14 @@
 """fold_batchnorm: conv/linear + inference BatchNorm fold into one node; refusals; idempotence."""
+import pytest
 import torch
 import torch.nn.functional as F
 
 from fxcpp import _C
 from graphs import fused, lowered, pipeline_until, run, targets
+
+# These tests are about the oneDNN kernels: a build without them (FXCPP_ONEDNN=0, e.g. on a
+# GPU machine without oneDNN) has nothing here to test.
+pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
 
 
 def _bn_params(c):

@@ -6,6 +6,10 @@ import torch.nn.functional as F
 from fxcpp import _C
 from graphs import fused, lowered, pipeline_until, run, targets
 
+# These tests are about the oneDNN kernels: a build without them (FXCPP_ONEDNN=0, e.g. on a
+# GPU machine without oneDNN) has nothing here to test.
+pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
+
 # name -> (fn of (y, other) applied after the anchor, expected post-op algs)
 POST = {
     "relu": (lambda y, o: torch.relu(y), ["relu"]),

@@ -6,6 +6,10 @@ import torch.nn.functional as F
 from fxcpp import _C
 from graphs import fused, lowered, pipeline_until, run
 
+# These tests are about the oneDNN kernels: a build without them (FXCPP_ONEDNN=0, e.g. on a
+# GPU machine without oneDNN) has nothing here to test.
+pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
+
 
 def conv_pool_conv(x, w1, w2):
     return F.conv2d(F.max_pool2d(F.conv2d(x, w1, padding=1).relu(), 2), w2, padding=1)

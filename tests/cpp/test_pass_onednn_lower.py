@@ -6,6 +6,10 @@ import torch.nn.functional as F
 from fxcpp import _C
 from graphs import fused, lowered, pipeline_until, run, targets
 
+# These tests are about the oneDNN kernels: a build without them (FXCPP_ONEDNN=0, e.g. on a
+# GPU machine without oneDNN) has nothing here to test.
+pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
+
 CASES = {
     "conv1d": (lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1), [(2, 4, 16), (6, 4, 3), (6,)]),
     "conv2d": (lambda x, w, b: F.conv2d(x, w, b, padding=1, dilation=2), [(2, 4, 9, 9), (6, 4, 3, 3), (6,)]),

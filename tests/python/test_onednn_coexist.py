@@ -5,11 +5,16 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 import torch
 import torch.nn.functional as F
 
 import fxcpp
 from fxcpp import _C  # noqa: F401 - loads our libdnnl
+
+# These tests are about the oneDNN kernels: a build without them (FXCPP_ONEDNN=0, e.g. on a
+# GPU machine without oneDNN) has nothing here to test.
+pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
 
 
 def _mapped(substr):

@@ -9,6 +9,11 @@ import torch.nn as nn
 
 import fxcpp
 from helpers import assert_same
+from fxcpp import _C
+
+# These tests are about the oneDNN kernels: a build without them (FXCPP_ONEDNN=0, e.g. on a
+# GPU machine without oneDNN) has nothing here to test.
+pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
 
 
 def conv_model():
