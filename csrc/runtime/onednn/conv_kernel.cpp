@@ -124,7 +124,7 @@ class ConvKernel final : public Kernel {
     std::vector<at::Tensor> shape_of = {x, prepack_ ? at::Tensor() : w, bias};
     for (const auto& t : operands) shape_of.push_back(t);
     std::string key = signature(shape_of, sum_in_place) + (prepack_ ? signature({w}, true) : "");
-    auto e = entry(key, x, w, bias, !bn.empty(), out, pad_l, pad_r, dil, strides, operands, sum_in_place, out_cl);
+    auto e = entry(key, x, w, bias, !bn.empty(), out, pad_l, pad_r, dil, strides, operands, sum_in_place);
 
     // Input: as it is when the primitive reads that layout, else reordered into the one it picked.
     memory src_mem = as_memory(x, e->src_plain);
@@ -193,8 +193,7 @@ class ConvKernel final : public Kernel {
 
   std::shared_ptr<Entry> entry(const std::string& key, const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias,
                                bool folded, const Dims& out, const Dims& pad_l, const Dims& pad_r, const Dims& dil,
-                               const Dims& strides, const std::vector<at::Tensor>& operands, bool sum_in_place,
-                               bool /*out_cl*/) const {
+                               const Dims& strides, const std::vector<at::Tensor>& operands, bool sum_in_place) const {
     {
       std::lock_guard<std::mutex> lk(mu_);
       auto it = cache_.find(key);
@@ -247,15 +246,13 @@ class ConvKernel final : public Kernel {
     p->stamps = stamps_of(sources);
     at::Tensor wt = w, bt = bias;
     if (!bn.empty()) std::tie(wt, bt) = fold_batchnorm(w, bias, bn[0], bn[1], bn[2], bn[3], f_.bn_eps, 0);
-    p->weight = reorder_to(wt, weight_plain(wt), query_weights_desc(e));
+    p->weight = reorder_to(wt, weight_plain(wt), e.pd.weights_desc());
     if (bt.defined()) p->bias = bt.contiguous();
     std::shared_ptr<const PackedWeights> cp = p;
     std::lock_guard<std::mutex> lk(mu_);
     e.packed = cp;
     return cp;
   }
-
-  static memory::desc query_weights_desc(const Entry& e) { return e.pd.weights_desc(); }
 
   FusedOp f_;
   bool prepack_ = false;

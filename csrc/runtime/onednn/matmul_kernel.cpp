@@ -129,14 +129,12 @@ class MatmulKernel final : public Kernel {
 
   // An operand of the N-d output [*, N] as a 2-d [M, N]-broadcastable tensor.
   static at::Tensor flatten_operand(const at::Tensor& t, const std::vector<int64_t>& out_shape) {
-    const int64_t nd = static_cast<int64_t>(out_shape.size());
     const int64_t last = t.dim() ? t.size(-1) : 1;
     bool lead_broadcast = true;
     for (int64_t i = 0; i + 1 < t.dim(); ++i) lead_broadcast &= t.size(i) == 1;
     if (lead_broadcast) return t.reshape({1, last});
     std::vector<int64_t> full(out_shape.begin(), out_shape.end() - 1);
     full.push_back(last);
-    (void)nd;
     return t.expand(full).reshape({-1, last});
   }
 
