@@ -9,6 +9,9 @@
 // channels-last when layout_propagation asked for it (chains of convolutions then never
 // reorder); otherwise it is copied to the contiguous layout eager returns.
 #include <ATen/ops/empty.h>
+#include <c10/util/Exception.h>
+
+#include <mutex>
 #include <ATen/ops/empty_strided.h>
 
 #include "runtime/kernel.h"
@@ -49,7 +52,7 @@ at::Tensor to_cl(const at::Tensor& t) { return channels_last(t) ? t : empty_cl(t
 
 class ConvKernel final : public Kernel {
  public:
-  explicit ConvKernel(const Node& n) : f_(*n.fused) {
+  explicit ConvKernel(const Node& n) : f_(*n.fused), name_(n.name) {
     const Value* w = n.args[1].value;
     prepack_ = w && (w->is_input || w->constant);
   }
@@ -59,8 +62,12 @@ class ConvKernel final : public Kernel {
     if (stack[0].toTensor().numel() == 0 || stack[1].toTensor().numel() == 0) return reference(stack);
     try {
       run_onednn(stack);
-    } catch (const dnnl::error&) {
-      reference(stack);  // a primitive oneDNN would not build for this signature
+    } catch (const dnnl::error& e) {
+      // A primitive oneDNN would not build for this signature: correct but slower, so say it once.
+      std::call_once(warned_, [&] {
+        TORCH_WARN("fxcpp: node '", name_, "': oneDNN refused the primitive (", e.what(), "); it runs as ATen ops");
+      });
+      reference(stack);
     }
   }
 
@@ -255,7 +262,9 @@ class ConvKernel final : public Kernel {
   }
 
   FusedOp f_;
+  std::string name_;
   bool prepack_ = false;
+  mutable std::once_flag warned_;
   mutable std::mutex mu_;
   mutable std::unordered_map<std::string, std::shared_ptr<Entry>> cache_;
 };

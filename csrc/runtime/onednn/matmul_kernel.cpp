@@ -3,6 +3,9 @@
 // at its first call; a weight that is a graph input (a parameter) is reordered once into
 // the layout the primitive prefers and re-packed only when that tensor changes.
 #include <ATen/ops/empty.h>
+#include <c10/util/Exception.h>
+
+#include <mutex>
 
 #include "runtime/kernel.h"
 #include "runtime/onednn/common.h"
@@ -25,8 +28,12 @@ class MatmulKernel final : public Kernel {
     if (stack[0].toTensor().numel() == 0 || stack[1].toTensor().numel() == 0) return reference(stack);
     try {
       run_onednn(stack);
-    } catch (const dnnl::error&) {
-      reference(stack);  // a primitive oneDNN would not build for this signature
+    } catch (const dnnl::error& e) {
+      // A primitive oneDNN would not build for this signature: correct but slower, so say it once.
+      std::call_once(warned_, [&] {
+        TORCH_WARN("fxcpp: node '", name_, "': oneDNN refused the primitive (", e.what(), "); it runs as ATen ops");
+      });
+      reference(stack);
     }
   }
 
@@ -198,6 +205,7 @@ class MatmulKernel final : public Kernel {
   FusedOp f_;
   std::string name_;
   bool prepack_ = false;
+  mutable std::once_flag warned_;
   mutable std::mutex mu_;
   mutable std::unordered_map<std::string, std::shared_ptr<Entry>> cache_;
 };
