@@ -9,13 +9,11 @@
 // channels-last when layout_propagation asked for it (chains of convolutions then never
 // reorder); otherwise it is copied to the contiguous layout eager returns.
 #include <ATen/ops/empty.h>
-#include <c10/util/Exception.h>
-
-#include <mutex>
 #include <ATen/ops/empty_strided.h>
 
-#include "runtime/kernel.h"
-#include "runtime/onednn/common.h"
+#include <optional>
+
+#include "runtime/onednn/fused_kernel.h"
 #include "runtime/onednn/reference.h"
 
 namespace fxcpp::onednn {
@@ -50,36 +48,28 @@ at::Tensor empty_cl(at::IntArrayRef sizes, const at::TensorOptions& o) { return 
 
 at::Tensor to_cl(const at::Tensor& t) { return channels_last(t) ? t : empty_cl(t.sizes(), t.options()).copy_(t); }
 
-class ConvKernel final : public Kernel {
- public:
-  explicit ConvKernel(const Node& n) : f_(*n.fused), name_(n.name) {
-    const Value* w = n.args[1].value;
-    prepack_ = w && (w->is_input || w->constant);
-  }
-  const char* kind() const override { return "onednn"; }
+struct ConvEntry {
+  dnnl::primitive_desc pd;
+  dnnl::primitive prim;
+  memory::desc src_plain, w_plain, bias_md;
+  std::optional<dnnl::reorder> src_reorder;  // input layout → the primitive's, when they differ
+  std::vector<std::pair<int, memory::desc>> binary;
+  std::shared_ptr<const PackedWeights> packed;  // swapped under the kernel's lock when a source changes
+};
 
-  void run(Stack& stack) const override {
-    if (stack[0].toTensor().numel() == 0 || stack[1].toTensor().numel() == 0) return reference(stack);
-    try {
-      run_onednn(stack);
-    } catch (const dnnl::error& e) {
-      // A primitive oneDNN would not build for this signature: correct but slower, so say it once.
-      std::call_once(warned_, [&] {
-        TORCH_WARN("fxcpp: node '", name_, "': oneDNN refused the primitive (", e.what(), "); it runs as ATen ops");
-      });
-      reference(stack);
-    }
-  }
+class ConvKernel final : public FusedKernel<ConvEntry> {
+ public:
+  // Parameters (graph inputs) and constants keep their values between calls: pack them once.
+  explicit ConvKernel(const Node& n)
+      : FusedKernel(n, n.args[1].value && (n.args[1].value->is_input || n.args[1].value->constant)) {}
 
  private:
-  void reference(Stack& stack) const {
+  at::Tensor reference(const Stack& stack) const override {
     at::Tensor y = reference_conv(f_, stack);
-    if (f_.channels_last) y = to_cl(y);
-    stack.clear();
-    stack.emplace_back(std::move(y));
+    return f_.channels_last ? to_cl(y) : y;
   }
 
-  void run_onednn(Stack& stack) const {
+  void run_onednn(Stack& stack) const override {
     const at::Tensor x = stack[0].toTensor();
     const at::Tensor w = stack[1].toTensor();
     const at::Tensor bias = stack[2].isNone() ? at::Tensor() : stack[2].toTensor();
@@ -110,9 +100,7 @@ class ConvKernel final : public Kernel {
     // oneDNN's convolutions run channels-last natively (brgconv); the primitive always writes
     // channels-last, and a contiguous result (for a graph output, a view) is copied out of it.
     const bool out_cl = f_.channels_last;
-    std::vector<at::Tensor> bn;
-    if (f_.bn_arg >= 0)
-      for (int i = 0; i < 4; ++i) bn.push_back(stack[f_.bn_arg + i].toTensor());
+    const std::vector<at::Tensor> bn = bn_tensors(stack);
 
     std::vector<at::Tensor> operands(f_.post_ops.size());
     at::Tensor in_place;
@@ -131,7 +119,7 @@ class ConvKernel final : public Kernel {
     std::vector<at::Tensor> shape_of = {x, prepack_ ? at::Tensor() : w, bias};
     for (const auto& t : operands) shape_of.push_back(t);
     std::string key = signature(shape_of, sum_in_place) + (prepack_ ? signature({w}, true) : "");
-    auto e = entry(key, x, w, bias, !bn.empty(), out, pad_l, pad_r, dil, strides, operands, sum_in_place);
+    auto e = entry(key, [&] { return build(x, w, bias, !bn.empty(), out, pad_l, pad_r, dil, strides, operands, sum_in_place); });
 
     // Input: as it is when the primitive reads that layout, else reordered into the one it picked.
     memory src_mem = as_memory(x, e->src_plain);
@@ -151,7 +139,7 @@ class ConvKernel final : public Kernel {
     std::shared_ptr<const PackedWeights> packed;
     at::Tensor w_hold, b_hold;  // keep copies alive until execute() returns
     if (prepack_) {
-      packed = packed_weights(*e, w, bias, bn);
+      packed = packed_weights(*e, w, bias, bn, [&](const at::Tensor& wt, bool) { return weight_plain(wt); });
       args[DNNL_ARG_WEIGHTS] = memory(e->pd.weights_desc(), cpu_engine(), packed->weight.data_ptr());
       if (packed->bias.defined()) args[DNNL_ARG_BIAS] = as_memory(packed->bias, e->bias_md);
     } else {
@@ -163,18 +151,8 @@ class ConvKernel final : public Kernel {
       args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = as_memory(operands[i], d);
     execute(e->prim, e->pd, args);
     if (!out_cl) dst = dst.contiguous();
-    stack.clear();
-    stack.emplace_back(dst);
+    finish(stack, dst);
   }
-
-  struct Entry {
-    dnnl::primitive_desc pd;
-    dnnl::primitive prim;
-    memory::desc src_plain, w_plain, bias_md;
-    std::optional<dnnl::reorder> src_reorder;  // input layout → the primitive's, when they differ
-    std::vector<std::pair<int, memory::desc>> binary;
-    std::shared_ptr<const PackedWeights> packed;
-  };
 
   // oneDNN's weight dims/strides for torch's weight: grouped weights gain a leading G dim;
   // a transposed conv's [IC, OC/G, k..] is read as [OC, IC, k..] through its strides.
@@ -198,17 +176,12 @@ class ConvKernel final : public Kernel {
     return memory::desc(d, dtype_of(w.scalar_type()), s);
   }
 
-  std::shared_ptr<Entry> entry(const std::string& key, const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias,
-                               bool folded, const Dims& out, const Dims& pad_l, const Dims& pad_r, const Dims& dil,
-                               const Dims& strides, const std::vector<at::Tensor>& operands, bool sum_in_place) const {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      auto it = cache_.find(key);
-      if (it != cache_.end()) return it->second;
-    }
+  std::shared_ptr<ConvEntry> build(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias, bool folded,
+                                   const Dims& out, const Dims& pad_l, const Dims& pad_r, const Dims& dil,
+                                   const Dims& strides, const std::vector<at::Tensor>& operands, bool sum_in_place) const {
     const int64_t nd = x.dim();
     auto dt = dtype_of(x.scalar_type());
-    auto e = std::make_shared<Entry>();
+    auto e = std::make_shared<ConvEntry>();
     e->src_plain = plain_desc(x);
     e->w_plain = weight_plain(prepack_ ? w : w.contiguous());
     using tag = memory::format_tag;
@@ -219,54 +192,24 @@ class ConvKernel final : public Kernel {
     memory::desc bias_md;
     if (bias.defined() || folded) bias_md = memory::desc({out[1]}, bias.defined() ? dtype_of(bias.scalar_type()) : dt, tag::a);
     PostOpArgs po = build_post_ops(f_, operands, sum_in_place, nd);
-    {
-      if (f_.transposed) {
-        auto pd = dnnl::deconvolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,
-                                                              dnnl::algorithm::deconvolution_direct, src_md, w_md, bias_md,
-                                                              dst_md, strides, dil, pad_l, pad_r, po.attr);
-        e->prim = dnnl::deconvolution_forward(pd);
-        e->pd = pd;
-      } else {
-        auto pd = dnnl::convolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,
-                                                            dnnl::algorithm::convolution_direct, src_md, w_md, bias_md,
+    if (f_.transposed) {
+      auto pd = dnnl::deconvolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,
+                                                            dnnl::algorithm::deconvolution_direct, src_md, w_md, bias_md,
                                                             dst_md, strides, dil, pad_l, pad_r, po.attr);
-        e->prim = dnnl::convolution_forward(pd);
-        e->pd = pd;
-      }
+      e->prim = dnnl::deconvolution_forward(pd);
+      e->pd = pd;
+    } else {
+      auto pd = dnnl::convolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,
+                                                          dnnl::algorithm::convolution_direct, src_md, w_md, bias_md,
+                                                          dst_md, strides, dil, pad_l, pad_r, po.attr);
+      e->prim = dnnl::convolution_forward(pd);
+      e->pd = pd;
     }
     e->binary = po.binary;
     e->bias_md = bias_md;
     if (!(e->src_plain == e->pd.src_desc())) e->src_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), e->src_plain, cpu_engine(), e->pd.src_desc()));
-    std::lock_guard<std::mutex> lk(mu_);
-    return cache_.emplace(key, e).first->second;
+    return e;
   }
-
-  std::shared_ptr<const PackedWeights> packed_weights(Entry& e, const at::Tensor& w, const at::Tensor& bias,
-                                                      const std::vector<at::Tensor>& bn) const {
-    std::vector<at::Tensor> sources = {w, bias};
-    sources.insert(sources.end(), bn.begin(), bn.end());
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (e.packed && stamps_match(e.packed->stamps, sources)) return e.packed;
-    }
-    auto p = std::make_shared<PackedWeights>();
-    p->stamps = stamps_of(sources);
-    at::Tensor wt = w, bt = bias;
-    if (!bn.empty()) std::tie(wt, bt) = fold_batchnorm(w, bias, bn[0], bn[1], bn[2], bn[3], f_.bn_eps, 0);
-    p->weight = reorder_to(wt, weight_plain(wt), e.pd.weights_desc());
-    if (bt.defined()) p->bias = bt.contiguous();
-    std::shared_ptr<const PackedWeights> cp = p;
-    std::lock_guard<std::mutex> lk(mu_);
-    e.packed = cp;
-    return cp;
-  }
-
-  FusedOp f_;
-  std::string name_;
-  bool prepack_ = false;
-  mutable std::once_flag warned_;
-  mutable std::mutex mu_;
-  mutable std::unordered_map<std::string, std::shared_ptr<Entry>> cache_;
 };
 
 }  // namespace

@@ -3,48 +3,33 @@
 // at its first call; a weight that is a graph input (a parameter) is reordered once into
 // the layout the primitive prefers and re-packed only when that tensor changes.
 #include <ATen/ops/empty.h>
-#include <c10/util/Exception.h>
 
-#include <mutex>
-
-#include "runtime/kernel.h"
-#include "runtime/onednn/common.h"
+#include "runtime/onednn/fused_kernel.h"
 #include "runtime/onednn/reference.h"
 
 namespace fxcpp::onednn {
 
 namespace {
 
-class MatmulKernel final : public Kernel {
- public:
-  explicit MatmulKernel(const Node& n) : f_(*n.fused), name_(n.name) {
-    const Value* w = n.args[1].value;
-    // Parameters (graph inputs) and constants keep their values between calls: pack them once.
-    prepack_ = w && (w->is_input || w->constant) && w->meta && w->meta->dim() == 2;
-  }
-  const char* kind() const override { return "onednn"; }
+struct MatmulEntry {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul prim;
+  std::vector<std::pair<int, memory::desc>> binary;
+  Dims wd, ws;                                  // the logical [.., K, N] weight as the user's tensor lies
+  std::shared_ptr<const PackedWeights> packed;  // swapped under the kernel's lock when a source changes
+};
 
-  void run(Stack& stack) const override {
-    if (stack[0].toTensor().numel() == 0 || stack[1].toTensor().numel() == 0) return reference(stack);
-    try {
-      run_onednn(stack);
-    } catch (const dnnl::error& e) {
-      // A primitive oneDNN would not build for this signature: correct but slower, so say it once.
-      std::call_once(warned_, [&] {
-        TORCH_WARN("fxcpp: node '", name_, "': oneDNN refused the primitive (", e.what(), "); it runs as ATen ops");
-      });
-      reference(stack);
-    }
-  }
+class MatmulKernel final : public FusedKernel<MatmulEntry> {
+ public:
+  // Parameters (graph inputs) and constants keep their values between calls: pack them once.
+  explicit MatmulKernel(const Node& n) : FusedKernel(n, is_parameter_2d(n.args[1].value)) {}
 
  private:
-  void reference(Stack& stack) const {
-    at::Tensor y = reference_matmul(f_, stack);
-    stack.clear();
-    stack.emplace_back(std::move(y));
-  }
+  static bool is_parameter_2d(const Value* w) { return w && (w->is_input || w->constant) && w->meta && w->meta->dim() == 2; }
 
-  void run_onednn(Stack& stack) const {
+  at::Tensor reference(const Stack& stack) const override { return reference_matmul(f_, stack); }
+
+  void run_onednn(Stack& stack) const override {
     at::Tensor src = stack[0].toTensor();
     const at::Tensor w_in = stack[1].toTensor();
     const at::Tensor bias = stack[2].isNone() ? at::Tensor() : stack[2].toTensor();
@@ -70,9 +55,7 @@ class MatmulKernel final : public Kernel {
     if (f_.flatten_src) out_shape.back() = N;
     else out_shape = std::vector<int64_t>(dst_dims.begin(), dst_dims.end());
 
-    std::vector<at::Tensor> bn;
-    if (f_.bn_arg >= 0)
-      for (int i = 0; i < 4; ++i) bn.push_back(stack[f_.bn_arg + i].toTensor());
+    const std::vector<at::Tensor> bn = bn_tensors(stack);
 
     // Post-op operands, viewed into the [.., M, N] domain oneDNN sees.
     std::vector<at::Tensor> operands(f_.post_ops.size());
@@ -92,7 +75,9 @@ class MatmulKernel final : public Kernel {
     std::vector<at::Tensor> shape_of = {src, prepack_ ? at::Tensor() : w, bias};
     for (const auto& t : operands) shape_of.push_back(t);
     std::string key = signature(shape_of, sum_in_place) + (prepack_ ? signature({w}, true) : "");
-    std::shared_ptr<Entry> e = entry(key, src, wd, ws, w.scalar_type(), bias, !bn.empty(), operands, sum_in_place, dst_dims);
+    std::shared_ptr<MatmulEntry> e = entry(key, [&] {
+      return build(src, wd, ws, w.scalar_type(), bias, !bn.empty(), operands, sum_in_place, dst_dims);
+    });
 
     at::Tensor dst = sum_in_place ? in_place : at::empty(dst_dims, src.options());
     std::unordered_map<int, memory> args;
@@ -100,34 +85,26 @@ class MatmulKernel final : public Kernel {
     args[DNNL_ARG_DST] = as_memory(dst, e->pd.dst_desc());
     std::shared_ptr<const PackedWeights> packed;
     if (prepack_) {
-      packed = packed_weights(*e, w, bias, bn);
+      packed = packed_weights(*e, w, bias, bn, [&](const at::Tensor& wt, bool folded) {
+        // A folded weight is a fresh contiguous [N, K] tensor: read it transposed through its strides.
+        return plain_desc(wt, e->wd, folded ? swapped_strides(wt, 2) : e->ws);
+      });
       args[DNNL_ARG_WEIGHTS] = memory(e->pd.weights_desc(), cpu_engine(), packed->weight.data_ptr());
       if (packed->bias.defined()) args[DNNL_ARG_BIAS] = as_memory(packed->bias, e->pd.bias_desc());
     } else {
       // fold_batchnorm only fires on packed weights (graph inputs), so nothing to fold here.
-      const at::Tensor& wt = w;
-      const at::Tensor& bt = bias;
-      args[DNNL_ARG_WEIGHTS] = as_memory(wt, plain_desc(wt, wd, ws));
-      if (bt.defined()) args[DNNL_ARG_BIAS] = as_memory(bt, e->pd.bias_desc());
+      args[DNNL_ARG_WEIGHTS] = as_memory(w, plain_desc(w, wd, ws));
+      if (bias.defined()) args[DNNL_ARG_BIAS] = as_memory(bias, e->pd.bias_desc());
     }
     for (const auto& [i, d] : e->binary)
       args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = as_memory(operands[i], d);
     execute(e->prim, e->pd, args);
-    stack.clear();
-    stack.emplace_back(dst.view(out_shape));
+    finish(stack, dst.view(out_shape));
   }
-
-  struct Entry {
-    dnnl::matmul::primitive_desc pd;
-    dnnl::matmul prim;
-    std::vector<std::pair<int, memory::desc>> binary;
-    Dims wd, ws;
-    std::shared_ptr<const PackedWeights> packed;  // swapped under mu_ when a source changes
-  };
 
   static bool matmul_friendly(const at::Tensor& t) { return t.is_contiguous() || t.transpose(-1, -2).is_contiguous(); }
 
-  // A folded weight is a fresh contiguous [.., N, K] tensor: its strides, read transposed.
+  // t's strides with the last two swapped: a [.., N, K] tensor read as [.., K, N].
   static Dims swapped_strides(const at::Tensor& t, int64_t nd) {
     Dims s = dims_of(t.strides());
     std::swap(s[nd - 1], s[nd - 2]);
@@ -145,14 +122,9 @@ class MatmulKernel final : public Kernel {
     return t.expand(full).reshape({-1, last});
   }
 
-  std::shared_ptr<Entry> entry(const std::string& key, const at::Tensor& src, const Dims& wd, const Dims& ws,
-                               c10::ScalarType wtype, const at::Tensor& bias, bool folded,
-                               const std::vector<at::Tensor>& operands, bool sum_in_place, const Dims& dst_dims) const {
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      auto it = cache_.find(key);
-      if (it != cache_.end()) return it->second;
-    }
+  std::shared_ptr<MatmulEntry> build(const at::Tensor& src, const Dims& wd, const Dims& ws, c10::ScalarType wtype,
+                                     const at::Tensor& bias, bool folded, const std::vector<at::Tensor>& operands,
+                                     bool sum_in_place, const Dims& dst_dims) const {
     const int64_t nd = src.dim();
     auto dt = dtype_of(src.scalar_type());
     memory::desc src_md = plain_desc(src);
@@ -166,48 +138,14 @@ class MatmulKernel final : public Kernel {
       bias_md = memory::desc(bd, bdt, nd == 2 ? memory::format_tag::ab : memory::format_tag::abc);
     }
     PostOpArgs po = build_post_ops(f_, operands, sum_in_place, nd);
-    auto e = std::make_shared<Entry>();
+    auto e = std::make_shared<MatmulEntry>();
     e->pd = dnnl::matmul::primitive_desc(cpu_engine(), src_md, w_md, bias_md, dst_md, po.attr);
     e->prim = dnnl::matmul(e->pd);
     e->binary = po.binary;
     e->wd = wd;
     e->ws = ws;
-    std::lock_guard<std::mutex> g(mu_);
-    return cache_.emplace(key, e).first->second;
+    return e;
   }
-
-  std::shared_ptr<const PackedWeights> packed_weights(Entry& e, const at::Tensor& w, const at::Tensor& bias,
-                                                      const std::vector<at::Tensor>& bn) const {
-    std::vector<at::Tensor> sources = {w, bias};
-    sources.insert(sources.end(), bn.begin(), bn.end());
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      if (e.packed && stamps_match(e.packed->stamps, sources)) return e.packed;
-    }
-    // Build outside the lock; concurrent first calls may both build, the last one wins.
-    auto p = std::make_shared<PackedWeights>();
-    p->stamps = stamps_of(sources);
-    at::Tensor wt = w, bt = bias;
-    Dims ws = e.ws;
-    if (!bn.empty()) {
-      // The weight is [N, K] (weight_nk): output channels are dim 0.
-      std::tie(wt, bt) = fold_batchnorm(w, bias, bn[0], bn[1], bn[2], bn[3], f_.bn_eps, 0);
-      ws = swapped_strides(wt, 2);
-    }
-    p->weight = reorder_to(wt, plain_desc(wt, e.wd, ws), e.pd.weights_desc());
-    if (bt.defined()) p->bias = bt.contiguous();
-    std::shared_ptr<const PackedWeights> cp = p;
-    std::lock_guard<std::mutex> g(mu_);
-    e.packed = cp;
-    return cp;
-  }
-
-  FusedOp f_;
-  std::string name_;
-  bool prepack_ = false;
-  mutable std::once_flag warned_;
-  mutable std::mutex mu_;
-  mutable std::unordered_map<std::string, std::shared_ptr<Entry>> cache_;
 };
 
 }  // namespace
