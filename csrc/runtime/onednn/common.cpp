@@ -16,6 +16,11 @@ dnnl::engine& cpu_engine() {
   return e;
 }
 
+dnnl::stream& thread_stream() {
+  thread_local dnnl::stream s(cpu_engine());
+  return s;
+}
+
 memory::data_type dtype_of(c10::ScalarType t) {
   switch (t) {
     case c10::kFloat: return memory::data_type::f32;
@@ -151,7 +156,7 @@ void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std:
     if (!scratch.defined() || static_cast<size_t>(scratch.numel()) < need) scratch = alloc_for(pd.scratchpad_desc());
     args[DNNL_ARG_SCRATCHPAD] = memory(pd.scratchpad_desc(), cpu_engine(), scratch.data_ptr());
   }
-  thread_local dnnl::stream s(cpu_engine());
+  dnnl::stream& s = thread_stream();
   p.execute(s, args);
   s.wait();
 }
@@ -172,7 +177,7 @@ std::pair<at::Tensor, at::Tensor> fold_batchnorm(const at::Tensor& w, const at::
 at::Tensor reorder_to(const at::Tensor& src, const memory::desc& user, const memory::desc& target) {
   at::Tensor out = alloc_for(target);
   memory from = as_memory(src, user), to(target, cpu_engine(), out.data_ptr());
-  dnnl::stream s(cpu_engine());
+  dnnl::stream& s = thread_stream();
   dnnl::reorder(from, to).execute(s, from, to);
   s.wait();
   return out;

@@ -18,6 +18,7 @@ using dnnl::memory;
 using Dims = memory::dims;
 
 dnnl::engine& cpu_engine();
+dnnl::stream& thread_stream();  // one per thread: streams are not shared between threads
 memory::data_type dtype_of(c10::ScalarType t);
 // A plain (strided) desc of the tensor as it is, optionally viewed with other dims/strides.
 memory::desc plain_desc(const at::Tensor& t);

@@ -127,7 +127,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     if (e->src_reorder) {  // built once per signature, like the primitive
       src_buf = alloc_for(e->pd.src_desc());
       memory to(e->pd.src_desc(), cpu_engine(), src_buf.data_ptr());
-      dnnl::stream s(cpu_engine());
+      dnnl::stream& s = thread_stream();
       e->src_reorder->execute(s, src_mem, to);
       s.wait();
       src_mem = to;
