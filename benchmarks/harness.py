@@ -149,10 +149,11 @@ def run_case(spec, batch, dtype_name, device, configs, args) -> list[dict]:
         for rec in records:
             if rec["status"] in ("ok", "accuracy_fail"):
                 rec.update(isolated_run(spec.name, batch, dtype_name, device, rec["config"], args.tiny))
-        eager_peak = next((r.get("peak_rss_mb") for r in records if r["config"] == "eager"), None)
-        for rec in records:
-            if eager_peak and rec.get("peak_rss_mb"):
-                rec["peak_rss_ratio"] = rec["peak_rss_mb"] / eager_peak
+        for key in ("peak_rss_mb", "cuda_max_alloc_mb"):  # each as a ratio to eager's
+            eager_peak = next((r.get(key) for r in records if r["config"] == "eager"), None)
+            for rec in records:
+                if eager_peak and rec.get(key):
+                    rec[key.replace("_mb", "_ratio")] = rec[key] / eager_peak
     return records
 
 

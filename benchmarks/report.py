@@ -52,7 +52,8 @@ def _fmt(x, spec=".2f"):
 def markdown(results: dict) -> str:
     recs, meta, summ = results["records"], results["meta"], results["summary"]
     configs = list(summ["geomean_speedup"])
-    lines = [f"Machine: {meta['cpu_model']}, {meta['threads']} threads, torch {meta['torch_version']}, "
+    lines = [f"Machine: {meta['cpu_model']}{', ' + meta['gpu'] if meta.get('gpu') else ''}, {meta['threads']} threads, "
+             f"torch {meta['torch_version']}, "
              f"commit {(meta['git_commit'] or '')[:10]}",
              f"Command: `{meta['command']}`", "",
              "Latency: median ms (speedup over eager); ✗ accuracy failure, ! compile/run error.", ""]
@@ -74,12 +75,16 @@ def markdown(results: dict) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Geometric-mean speedup over eager (correct cases only): " +
               ", ".join(f"{c} {_fmt(g)}x" for c, g in summ["geomean_speedup"].items()), ""]
-    lines += ["| model | batch | dtype | config | compile cold s | compile warm s | peak RSS MB (×eager) | fxcpp kernels |",
-              "|---|---|---|---|---|---|---|---|"]
+    gpu = any(r.get("cuda_max_alloc_mb") for r in recs)
+    lines += ["| model | batch | dtype | config | compile cold s | compile warm s | peak RSS MB (×eager) | "
+              + ("peak CUDA MB (×eager) | " if gpu else "") + "fxcpp kernels |",
+              "|---|---|---|---|---|---|---|" + ("---|" if gpu else "") + "---|"]
     for r in sorted(recs, key=lambda r: (_case(r), configs.index(r["config"]) if r["config"] in configs else 0)):
         kc = r.get("kernel_counts")
         kc = ", ".join(f"{k}={v}" for k, v in kc.items() if v) if kc else ""
         mem = f"{_fmt(r.get('peak_rss_mb'), '.0f')} ({_fmt(r.get('peak_rss_ratio'))})" if r.get("peak_rss_mb") else ""
+        if gpu:
+            mem += f" | {_fmt(r.get('cuda_max_alloc_mb'), '.0f')} ({_fmt(r.get('cuda_max_alloc_ratio'))})"
         lines.append(f"| {r['model']} | {r['batch']} | {r['dtype']} | {r['config']} | {_fmt(r.get('compile_s_cold'))} | "
                      f"{_fmt(r.get('compile_s_warm'))} | {mem} | {kc} |")
     if summ["failures"]:

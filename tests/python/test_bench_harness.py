@@ -4,6 +4,7 @@ import os
 import sys
 
 import pytest
+import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)  # the benchmarks package lives beside the tests, not in site-packages
@@ -78,3 +79,13 @@ def test_a_configuration_that_fails_to_compile_is_reported(tmp_path, extra_confi
 def test_unknown_configuration_is_a_clear_error():
     with pytest.raises(SystemExit, match="unknown configuration"):
         configs.get(["eager", "nope"])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (the GPU machine); CI has none")
+def test_cuda_device_runs_its_peers_and_records_gpu_memory(tmp_path):
+    results, out = _run(tmp_path, "--device", "cuda", "--configs", "eager,inductor,inductor_reduce_overhead,fxcpp")
+    assert results["meta"]["device"] == "cuda" and results["meta"]["gpu"]
+    for r in results["records"]:
+        assert r["device"] == "cuda" and r["status"] == "ok" and r["accuracy_ok"] is True, r
+        assert r["latency_ms_median"] > 0 and r["cuda_max_alloc_mb"] > 0 and r["cuda_max_alloc_ratio"] > 0
+    assert "peak CUDA MB" in (out / "results.md").read_text()
