@@ -102,25 +102,27 @@ def charts(results: dict, out_dir: str) -> list[str]:
     recs = results["records"]
     configs = [c for c in results["summary"]["geomean_speedup"] if c != "eager"]
     cases = sorted({_case(r) for r in recs})
-    labels = [f"{m}\nb{b} {d}" for m, b, d in cases]
+    labels = [f"{m} b{b} {d}" for m, b, d in cases]
     paths = []
     for metric, fname, title, log in (("speedup", "speedup.png", "Speedup over eager (✗: accuracy failure, not counted)", False),
                                       ("compile_s_cold", "compile_time.png", "Cold compile time (s, log scale)", True)):
-        fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(cases)), 4))
-        width = 0.8 / max(1, len(configs))
+        # Horizontal bars, one row per case: a whole suite (40+ cases) stays readable.
+        fig, ax = plt.subplots(figsize=(8, max(3, 0.22 * len(cases) * max(1, len(configs)) / 2 + 1)))
+        height = 0.8 / max(1, len(configs))
         for i, c in enumerate(configs):
             vals = []
             for case in cases:
                 r = next((r for r in recs if _case(r) == case and r["config"] == c), None)
                 ok = r is not None and r["status"] == "ok"
                 vals.append(r.get(metric) if ok and r.get(metric) else 0)
-            ax.bar([x + i * width for x in range(len(cases))], vals, width, label=c)
-        ax.set_xticks([x + width * (len(configs) - 1) / 2 for x in range(len(cases))])
-        ax.set_xticklabels(labels, fontsize=7)
+            ax.barh([y + i * height for y in range(len(cases))], vals, height, label=c)
+        ax.set_yticks([y + height * (len(configs) - 1) / 2 for y in range(len(cases))])
+        ax.set_yticklabels(labels, fontsize=7)
+        ax.invert_yaxis()  # the first case on top, as in the table
         if metric == "speedup":
-            ax.axhline(1.0, color="gray", linewidth=0.8)
+            ax.axvline(1.0, color="gray", linewidth=0.8)
         if log:
-            ax.set_yscale("log")
+            ax.set_xscale("log")
         ax.set_title(title)
         ax.legend(fontsize=7)
         fig.tight_layout()
