@@ -57,6 +57,20 @@ def test_linear_absorbs_its_views_and_transpose():
     assert targets(g) == ["onednn::matmul"]
 
 
+def test_bias_free_linear_absorbs_its_unsafe_view_so_relu_can_fuse():
+    # aot decomposes a bias-free Linear on 3-d input as view → mm → _unsafe_view (T5's FFN).
+    x, w = torch.randn(2, 5, 8), torch.randn(3, 8)
+    fn = lambda x, w: torch.relu(F.linear(x, w))  # noqa: E731
+    gm, g = lowered(fn, x, w)
+    assert "aten._unsafe_view" in str(gm.graph)  # the pattern this test is about
+    pipeline_until(g, "fuse_postops")
+    _C.run_pass(g, "dce")
+    (node,) = fused(g)
+    assert node["flatten_src"] and node["weight_nk"] and len(node["post_ops"]) == 1
+    assert targets(g) == ["onednn::matmul"]
+    torch.testing.assert_close(run(g, x, w)[0], fn(x, w), atol=1e-4, rtol=1e-4)
+
+
 @pytest.mark.parametrize("fn, shapes, dtype", [
     (lambda a, b: a @ b, [(5, 8), (8, 3)], torch.float64),                   # oneDNN kernels: fp32/bf16 only
     (lambda a, b: torch.addmm(a, a[:, :3] @ b[:3], b, beta=0.5), [(5, 5), (5, 5)], torch.float32),  # beta != 1

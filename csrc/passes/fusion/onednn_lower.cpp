@@ -2,7 +2,7 @@
 // fused node with an empty post-op list (fold_batchnorm and fuse_postops extend it).
 //
 //   %t = aten::t(%w); %y = aten::addmm(%b, %x, %t)        →  %y = onednn::matmul(%x, %w, %b) {weight_nk}
-//   %v = aten::view(%x3, [M,K]); %y = aten::mm(%v, %t); %o = aten::view(%y, [B,S,N])
+//   %v = aten::view(%x3, [M,K]); %y = aten::mm(%v, %t); %o = aten::view(%y, [B,S,N])   (or _unsafe_view)
 //                                                         →  %o = onednn::matmul(%x3, %w, None) {weight_nk flatten_src}
 //   %y = aten::convolution(%x, %w, %b, ...)                →  %y = onednn::conv(%x, %w, %b) {stride=.. ...}
 //   %p = aten::constant_pad_nd(%x, pads, 0); %y = aten::convolution(%p, ...)
@@ -119,13 +119,17 @@ bool lower_matmul(Graph& g, Node* n, const std::vector<int>& uses) {
   }
   Arg src = a;
   // A Linear on an N-d input: view(x, [M, K]) → mm → view(y, [*, N]). Read x directly.
+  // aot writes the output view as _unsafe_view when the Linear has no bias (matmul's decomposition).
+  auto is_view = [](const Node* v) {
+    return v && v->is_aten() && (v->schema().name() == "aten::view" || v->schema().name() == "aten::_unsafe_view");
+  };
   Node* vin = x->producer;
-  if (x->meta->dim() == 2 && vin && vin->is_aten() && vin->schema().name() == "aten::view" && uses[x->id] == 1 &&
+  if (x->meta->dim() == 2 && is_view(vin) && uses[x->id] == 1 &&
       onednn_tensor(value_of(vin->args[0]))) {
     const Value* x0 = vin->args[0].value;
     Node* vout = sole_user(g, y, uses);
     const Value* y0 = vout ? vout->outputs[0] : nullptr;
-    if (vout && vout->is_aten() && vout->schema().name() == "aten::view" && onednn_tensor(y0) && x0->meta->dim() >= 2 &&
+    if (is_view(vout) && onednn_tensor(y0) && x0->meta->dim() >= 2 &&
         y0->meta->dim() == x0->meta->dim() && x0->meta->sizes.back() == x->meta->sizes[1] &&
         y0->meta->sizes.back() == y->meta->sizes[1]) {
       bool same_lead = true;
