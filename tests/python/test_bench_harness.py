@@ -14,7 +14,7 @@ from fxcpp import _C
 
 FIELDS = {"model", "kind", "batch", "dtype", "device", "config", "status", "error", "accuracy_ok", "kernel_counts",
           "compile_s_cold", "compile_s_warm", "latency_ms_median", "latency_ms_p25", "latency_ms_p75", "repeats",
-          "speedup", "peak_rss_mb", "peak_rss_ratio"}
+          "speedup", "peak_rss_mb", "peak_rss_since", "peak_rss_ratio"}
 
 
 def _run(tmp_path, *extra):
@@ -89,3 +89,13 @@ def test_cuda_device_runs_its_peers_and_records_gpu_memory(tmp_path):
         assert r["device"] == "cuda" and r["status"] == "ok" and r["accuracy_ok"] is True, r
         assert r["latency_ms_median"] > 0 and r["cuda_max_alloc_mb"] > 0 and r["cuda_max_alloc_ratio"] > 0
     assert "peak CUDA MB" in (out / "results.md").read_text()
+
+
+def test_peak_rss_restarts_after_the_model_is_built():
+    from benchmarks import isolated
+
+    big = torch.ones(64 * 2**20)  # 256 MB, freed before the reset: not part of the measured peak
+    del big
+    before = isolated.peak_rss_mb()
+    assert isolated.reset_peak_rss(), "clear_refs is not writable: peaks would include the model's build"
+    assert isolated.peak_rss_mb() < before - 200
