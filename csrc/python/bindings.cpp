@@ -20,6 +20,8 @@
 #include "runtime/executor.h"
 #ifdef FXCPP_HAS_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "runtime/onednn/common.h"
 #endif
 
 namespace py = pybind11;
@@ -242,6 +244,15 @@ PYBIND11_MODULE(_C, m) {
 #else
     return false;
 #endif
+  });
+  // Process-wide counts of weights packed and primitives built (tests: no re-pack per call).
+  m.def("onednn_stats", [] {
+    py::dict d;
+#ifdef FXCPP_HAS_ONEDNN
+    d["packs"] = fxcpp::onednn::stats().packs.load();
+    d["primitives"] = fxcpp::onednn::stats().primitives.load();
+#endif
+    return d;
   });
   m.def("has_onednn", [] {
 #ifdef FXCPP_HAS_ONEDNN

@@ -144,3 +144,77 @@ def test_many_threads_share_one_compiled_model(name):
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+# Writes that move no version counter: `.data` is a shallow copy with its own counter, and
+# numpy shares memory without one. The packer keeps a copy-on-write guard on each source's
+# storage, so such a write moves the parameter to new memory and the next call re-packs.
+HIDDEN_WRITES = {
+    "data_mul_": lambda t: t.data.mul_(2),
+    "data_setitem": lambda t: t.data.__setitem__(0, 0.5),
+    "data_copy_": lambda t: t.data.copy_(torch.rand_like(t) + 0.5),  # positive: BN variances stay valid
+    "numpy_write": lambda t: t.detach().numpy().__setitem__((0,) * t.dim(), 3.0),
+}
+
+
+@pytest.mark.parametrize("write", sorted(HIDDEN_WRITES))
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_write_through_data_is_seen(name, write):
+    model, compiled, x = _compiled(name)
+    _check(model, compiled, x)
+    with torch.no_grad():
+        for p in model.parameters():
+            HIDDEN_WRITES[write](p)
+        for b in model.buffers():
+            if b.is_floating_point():
+                HIDDEN_WRITES[write](b)
+    _check(model, compiled, x)
+    # And again: the guard is re-armed after a re-pack.
+    with torch.no_grad():
+        for p in model.parameters():
+            HIDDEN_WRITES[write](p)
+    _check(model, compiled, x)
+
+
+def test_guard_does_not_change_what_the_user_sees():
+    """The guard shares memory until a write: values, version and aliasing stay as eager has them."""
+    model, compiled, x = _compiled("linear")
+    w = model[0].weight
+    before = w.detach().clone()
+    version = w._version
+    view = w.detach()[0]  # a view the user holds: it must keep aliasing the parameter
+    with torch.no_grad():
+        compiled(x)
+    assert torch.equal(w, before) and w._version == version
+    with torch.no_grad():
+        w.data.mul_(2)
+    assert torch.equal(view, w[0].detach())  # the user's view follows the write, as in eager
+    _check(model, compiled, x)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_steady_state_never_repacks(name):
+    """Reading a guarded weight (our kernels, eager ops, aot's wrappers) never copies it: no re-pack per call."""
+    model, compiled, x = _compiled(name)
+    with torch.no_grad():
+        compiled(x)
+        packs = _C.onednn_stats()["packs"]
+        for _ in range(5):
+            compiled(x)
+            model(x)  # eager reads of the same parameters
+    assert _C.onednn_stats()["packs"] == packs
+    assert all(torch._C._is_cow_tensor(p) for p in model.parameters())  # the guard is in place
+
+
+def test_unguardable_weight_is_repacked_every_call():
+    """Shared-memory storage cannot carry a copy-on-write guard: such weights are re-packed at
+    every call (eager's own cost), so a hidden write is still seen."""
+    model, compiled, x = _compiled("linear")
+    for p in model.parameters():
+        p.share_memory_()
+    _check(model, compiled, x)
+    packs = _C.onednn_stats()["packs"]
+    with torch.no_grad():
+        model[0].weight.data.mul_(2)
+    _check(model, compiled, x)
+    assert _C.onednn_stats()["packs"] > packs

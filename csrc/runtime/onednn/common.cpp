@@ -6,6 +6,7 @@
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/sub.h>
 #include <ATen/ops/zeros_like.h>
+#include <c10/core/impl/COW.h>
 
 #include <sstream>
 
@@ -37,24 +38,52 @@ memory::desc plain_desc(const at::Tensor& t, const Dims& dims, const Dims& strid
   return memory::desc(dims, dtype_of(t.scalar_type()), strides);
 }
 
-memory as_memory(const at::Tensor& t, const memory::desc& d) { return memory(d, cpu_engine(), t.data_ptr()); }
+memory as_memory(const at::Tensor& t, const memory::desc& d) {
+  return memory(d, cpu_engine(), const_cast<void*>(t.const_data_ptr()));
+}
+
+memory as_dst_memory(const at::Tensor& t, const memory::desc& d) { return memory(d, cpu_engine(), t.mutable_data_ptr()); }
 
 at::Tensor alloc_for(const memory::desc& d) {
   return at::empty({static_cast<int64_t>(d.get_size())}, at::TensorOptions().dtype(at::kByte));
 }
 
+namespace {
+
+// Turning a storage copy-on-write rewrites its DataPtr: two threads must never do it at once.
+std::mutex& guard_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+c10::intrusive_ptr<c10::StorageImpl> cow_guard(const at::Tensor& t) {
+  if (!t.device().is_cpu() || !t.has_storage()) return {};
+  std::lock_guard<std::mutex> lk(guard_mutex());
+  return c10::impl::cow::lazy_clone_storage(*t.storage().unsafeGetStorageImpl());
+}
+
+}  // namespace
+
+bool guardable(const at::Tensor& t) {
+  if (!t.device().is_cpu() || !t.has_storage()) return false;
+  const c10::StorageImpl& s = *t.storage().unsafeGetStorageImpl();
+  return c10::impl::cow::has_simple_data_ptr(s) || c10::impl::cow::is_cow_data_ptr(s.data_ptr());
+}
+
 TensorStamp TensorStamp::of(const at::Tensor& t) {
   TensorStamp s;
+  s.guard = cow_guard(t);  // first: reading t below must not be a write
   s.impl.emplace(t.getIntrusivePtr());
   s.version = t.unsafeGetTensorImpl()->version_counter().current_version();
-  s.data = t.data_ptr();
+  s.data = t.const_data_ptr();
   return s;
 }
 
 bool TensorStamp::matches(const at::Tensor& t) const {
-  // A live weak reference keeps the TensorImpl's memory, so no new tensor can reuse its address.
-  return impl && impl->_unsafe_get_target() == t.unsafeGetTensorImpl() && !impl->expired() &&
-         version == t.unsafeGetTensorImpl()->version_counter().current_version() && data == t.data_ptr();
+  // A live weak reference keeps the TensorImpl's memory, and the guard keeps the old bytes,
+  // so neither address can be reused by a new tensor. const_data_ptr: reading never copies.
+  return guard && impl && impl->_unsafe_get_target() == t.unsafeGetTensorImpl() && !impl->expired() &&
+         version == t.unsafeGetTensorImpl()->version_counter().current_version() && data == t.const_data_ptr();
 }
 
 std::vector<TensorStamp> stamps_of(const std::vector<at::Tensor>& ts) {
@@ -154,7 +183,7 @@ void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std:
   const size_t need = pd.scratchpad_desc().get_size();
   if (need > 0) {
     if (!scratch.defined() || static_cast<size_t>(scratch.numel()) < need) scratch = alloc_for(pd.scratchpad_desc());
-    args[DNNL_ARG_SCRATCHPAD] = memory(pd.scratchpad_desc(), cpu_engine(), scratch.data_ptr());
+    args[DNNL_ARG_SCRATCHPAD] = memory(pd.scratchpad_desc(), cpu_engine(), scratch.mutable_data_ptr());
   }
   dnnl::stream& s = thread_stream();
   p.execute(s, args);
@@ -176,11 +205,16 @@ std::pair<at::Tensor, at::Tensor> fold_batchnorm(const at::Tensor& w, const at::
 
 at::Tensor reorder_to(const at::Tensor& src, const memory::desc& user, const memory::desc& target) {
   at::Tensor out = alloc_for(target);
-  memory from = as_memory(src, user), to(target, cpu_engine(), out.data_ptr());
+  memory from = as_memory(src, user), to = as_dst_memory(out, target);
   dnnl::stream& s = thread_stream();
   dnnl::reorder(from, to).execute(s, from, to);
   s.wait();
   return out;
+}
+
+Stats& stats() {
+  static Stats s;
+  return s;
 }
 
 bool uniquely_owned(const at::Tensor& t) {

@@ -2,7 +2,10 @@
 // post-op attributes, and the version-checked cache of prepacked weights.
 #pragma once
 #include <ATen/core/Tensor.h>
+#include <c10/core/StorageImpl.h>
 #include <c10/util/intrusive_ptr.h>
+
+#include <atomic>
 
 #include <mutex>
 #include <optional>
@@ -24,19 +27,31 @@ memory::data_type dtype_of(c10::ScalarType t);
 memory::desc plain_desc(const at::Tensor& t);
 memory::desc plain_desc(const at::Tensor& t, const Dims& dims, const Dims& strides);
 Dims dims_of(at::IntArrayRef v);
+// A read-only operand: through const_data_ptr(), so a copy-on-write tensor is never copied to be read.
 memory as_memory(const at::Tensor& t, const memory::desc& d);
+// An operand oneDNN writes (dst, an in-place sum's accumulator).
+memory as_dst_memory(const at::Tensor& t, const memory::desc& d);
 // An uninitialized tensor big enough for `d` (any layout, blocked ones included).
 at::Tensor alloc_for(const memory::desc& d);
 
-// The identity and version of the tensors a prepacked weight was built from: a parameter
-// changed in place (version bump), replaced (new TensorImpl) or re-pointed (data_ptr) is seen.
+// The identity, version and memory of the tensors a prepacked weight was built from: a
+// parameter changed in place (version bump), replaced (new TensorImpl) or re-pointed (data
+// pointer) is seen. Writes that move no version counter (`w.data.mul_()`, numpy) are seen
+// through `guard`, a copy-on-write clone of the source's storage: while it lives, any write
+// to the source, through any alias, first copies the source to new memory (PyTorch's COW
+// storage), so the data pointer no longer matches. The guard shares the bytes: no extra
+// memory until a write. A storage that cannot be guarded (shared memory, mmap, numpy-owned)
+// never matches: its weight is re-packed at every call.
 struct TensorStamp {
   std::optional<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>> impl;
   uint32_t version = 0;
   const void* data = nullptr;
+  c10::intrusive_ptr<c10::StorageImpl> guard;  // null: unguarded
   static TensorStamp of(const at::Tensor& t);
   bool matches(const at::Tensor& t) const;
 };
+// Whether a tensor's writes can all be seen (its storage can carry a copy-on-write guard).
+bool guardable(const at::Tensor& t);
 bool stamps_match(const std::vector<TensorStamp>& s, const std::vector<at::Tensor>& ts);
 std::vector<TensorStamp> stamps_of(const std::vector<at::Tensor>& ts);
 
@@ -73,6 +88,12 @@ at::Tensor reorder_to(const at::Tensor& src, const memory::desc& user, const mem
 // Executes with a per-thread scratchpad (primitives are shared across threads; oneDNN's
 // library-owned scratchpad is not safe for concurrent runs of one primitive).
 void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std::unordered_map<int, memory>& args);
+
+// Counters for tests and explain(): weights packed, primitives built (process-wide).
+struct Stats {
+  std::atomic<int64_t> packs{0}, primitives{0};
+};
+Stats& stats();
 
 // A tensor we may write into: only the executor's stack holds it and its storage.
 bool uniquely_owned(const at::Tensor& t);

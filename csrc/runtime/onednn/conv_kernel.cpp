@@ -126,7 +126,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     at::Tensor src_buf;
     if (e->src_reorder) {  // built once per signature, like the primitive
       src_buf = alloc_for(e->pd.src_desc());
-      memory to(e->pd.src_desc(), cpu_engine(), src_buf.data_ptr());
+      memory to(e->pd.src_desc(), cpu_engine(), src_buf.mutable_data_ptr());
       dnnl::stream& s = thread_stream();
       e->src_reorder->execute(s, src_mem, to);
       s.wait();
@@ -135,12 +135,12 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     at::Tensor dst = sum_in_place ? in_place : empty_cl(out, x.options());
     std::unordered_map<int, memory> args;
     args[DNNL_ARG_SRC] = src_mem;
-    args[DNNL_ARG_DST] = as_memory(dst, e->pd.dst_desc());
+    args[DNNL_ARG_DST] = as_dst_memory(dst, e->pd.dst_desc());
     std::shared_ptr<const PackedWeights> packed;
     at::Tensor w_hold, b_hold;  // keep copies alive until execute() returns
     if (prepack_) {
       packed = packed_weights(*e, w, bias, bn, [&](const at::Tensor& wt, bool) { return weight_plain(wt); });
-      args[DNNL_ARG_WEIGHTS] = memory(e->pd.weights_desc(), cpu_engine(), packed->weight.data_ptr());
+      args[DNNL_ARG_WEIGHTS] = memory(e->pd.weights_desc(), cpu_engine(), const_cast<void*>(packed->weight.const_data_ptr()));
       if (packed->bias.defined()) args[DNNL_ARG_BIAS] = as_memory(packed->bias, e->bias_md);
     } else {
       w_hold = w.contiguous();

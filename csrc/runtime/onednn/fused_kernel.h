@@ -63,6 +63,7 @@ class FusedKernel : public Kernel {
       if (it != cache_.end()) return it->second;
     }
     std::shared_ptr<Entry> e = build();
+    ++stats().primitives;
     std::lock_guard<std::mutex> lk(mu_);
     return cache_.emplace(key, std::move(e)).first->second;
   }
@@ -87,6 +88,7 @@ class FusedKernel : public Kernel {
     if (!bn.empty()) std::tie(wt, bt) = fold_batchnorm(w, bias, bn[0], bn[1], bn[2], bn[3], f_.bn_eps, 0);
     p->weight = reorder_to(wt, user_desc(wt, !bn.empty()), e.pd.weights_desc());
     if (bt.defined()) p->bias = bt.contiguous();
+    ++stats().packs;
     std::shared_ptr<const PackedWeights> cp = p;
     std::lock_guard<std::mutex> lk(mu_);
     e.packed = cp;

@@ -82,14 +82,14 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     at::Tensor dst = sum_in_place ? in_place : at::empty(dst_dims, src.options());
     std::unordered_map<int, memory> args;
     args[DNNL_ARG_SRC] = as_memory(src, e->pd.src_desc());
-    args[DNNL_ARG_DST] = as_memory(dst, e->pd.dst_desc());
+    args[DNNL_ARG_DST] = as_dst_memory(dst, e->pd.dst_desc());
     std::shared_ptr<const PackedWeights> packed;
     if (prepack_) {
       packed = packed_weights(*e, w, bias, bn, [&](const at::Tensor& wt, bool folded) {
         // A folded weight is a fresh contiguous [N, K] tensor: read it transposed through its strides.
         return plain_desc(wt, e->wd, folded ? swapped_strides(wt, 2) : e->ws);
       });
-      args[DNNL_ARG_WEIGHTS] = memory(e->pd.weights_desc(), cpu_engine(), packed->weight.data_ptr());
+      args[DNNL_ARG_WEIGHTS] = memory(e->pd.weights_desc(), cpu_engine(), const_cast<void*>(packed->weight.const_data_ptr()));
       if (packed->bias.defined()) args[DNNL_ARG_BIAS] = as_memory(packed->bias, e->pd.bias_desc());
     } else {
       // fold_batchnorm only fires on packed weights (graph inputs), so nothing to fold here.
