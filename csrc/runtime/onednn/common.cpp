@@ -8,6 +8,7 @@
 #include <ATen/ops/zeros_like.h>
 #include <c10/core/impl/COW.h>
 
+#include <limits>
 #include <sstream>
 
 namespace fxcpp::onednn {
@@ -121,13 +122,48 @@ static dnnl::algorithm binary_alg(const std::string& a) {
   throw std::invalid_argument("unknown binary post-op " + a);
 }
 
+// oneDNN's relu (slope 0), clip and hardsigmoid compute max/min with the bound as the
+// second operand, so NaN comes out as the bound; eager keeps NaN. They are built instead
+// from elu with alpha 0, `x > 0 ? x : 0 * (exp(x) - 1)`, which is x, -0 or NaN, and a
+// linear step that turns -0 into +0:
+//   relu(x)         = elu0(x) + 0                                    (exact)
+//   clip(x, lo, hi) = hi - elu0((hi - lo) - elu0(x - lo))            (NaN kept; unclipped values
+//                                                                     round by at most ulp(hi)/2)
+// A bound at ±FLT_MAX (clamp with one side) is absent.
+static void append_nan_preserving(dnnl::post_ops& po, const PostOp& p) {
+  using A = dnnl::algorithm;
+  const float big = std::numeric_limits<float>::max();
+  auto elu0 = [&] { po.append_eltwise(A::eltwise_elu, 0.f, 0.f); };
+  auto linear = [&](float a, float b) { po.append_eltwise(A::eltwise_linear, a, b); };
+  auto clip = [&](float lo, float hi) {
+    const bool has_lo = lo > -big, has_hi = hi < big;
+    if (has_lo) {
+      if (lo != 0.f) linear(1.f, -lo);
+      elu0();
+      if (!has_hi) return linear(1.f, lo);
+      linear(-1.f, hi - lo);
+    } else {
+      linear(-1.f, hi);
+    }
+    elu0();
+    linear(-1.f, hi);
+  };
+  if (p.alg == "relu" && p.alpha == 0.f) return clip(0.f, big);
+  if (p.alg == "clip") return clip(p.alpha, p.beta);
+  if (p.alg == "hardsigmoid") {
+    linear(p.alpha, p.beta);
+    return clip(0.f, 1.f);
+  }
+  po.append_eltwise(eltwise_alg(p.alg), p.alpha, p.beta);
+}
+
 PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& operands, bool sum_in_place, int64_t dst_ndims) {
   PostOpArgs r;
   dnnl::post_ops po;
   for (size_t i = 0; i < f.post_ops.size(); ++i) {
     const PostOp& p = f.post_ops[i];
     if (p.kind == PostOp::Kind::Eltwise) {
-      po.append_eltwise(eltwise_alg(p.alg), p.alpha, p.beta);
+      append_nan_preserving(po, p);
     } else if (p.kind == PostOp::Kind::Sum && sum_in_place) {
       po.append_sum(1.f);
     } else {

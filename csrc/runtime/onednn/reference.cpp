@@ -20,6 +20,9 @@
 #include <ATen/ops/sub.h>
 #include <ATen/ops/tanh.h>
 
+#include <limits>
+#include <optional>
+
 #include "runtime/onednn/reference.h"
 
 namespace fxcpp::onednn {
@@ -37,7 +40,11 @@ at::Tensor eltwise(const PostOp& p, const at::Tensor& y) {
   if (a == "hardswish") return at::hardswish(y);
   if (a == "hardsigmoid") return at::hardsigmoid(y);
   if (a == "elu") return at::elu(y, p.alpha);
-  if (a == "clip") return at::clamp(y, p.alpha, p.beta);
+  if (a == "clip") {  // a bound at ±FLT_MAX is absent (clamp with one side): ±inf stay as they are
+    const float big = std::numeric_limits<float>::max();
+    return at::clamp(y, p.alpha > -big ? std::optional<at::Scalar>(p.alpha) : std::nullopt,
+                     p.beta < big ? std::optional<at::Scalar>(p.beta) : std::nullopt);
+  }
   if (a == "linear") return at::add(at::mul(y, p.alpha), p.beta);
   throw std::invalid_argument("unknown eltwise post-op " + a);
 }
