@@ -16,6 +16,7 @@ import time
 import warnings
 
 import torch
+import torch._guards
 import torch.fx as fx
 
 from . import _C, lowering, partition
@@ -44,14 +45,14 @@ def dump(opts: Options, subdir: str, name: str, text: str) -> None:
 class CppPartition(torch.nn.Module):
     """One C++ partition: lowering → pass pipeline → Executable."""
 
-    def __init__(self, gm: fx.GraphModule, opts: Options, label: str, dump_subdir: str):
+    def __init__(self, gm: fx.GraphModule, opts: Options, label: str, dump_subdir: str, static=frozenset()):
         super().__init__()
         self.label = label
         self.opts = opts
         self.fx = gm  # the ATen partition it was built from (explain, verify)
         out = gm.graph.output_node().args[0]
         self.single_output = not isinstance(out, (tuple, list))
-        cgraph, self.env = lowering.lower_graph(gm)
+        cgraph, self.env = lowering.lower_graph(gm, static=static)
         ran = _C.run_pipeline(cgraph, list(opts.disable_passes), opts.verify_each_pass, bool(opts.dump_dir))
         for i, (name, changed, text) in enumerate(ran):
             dump(opts, dump_subdir, f"{label}_pass{i}_{name}.txt", f"# changed: {changed}\n{text}")
@@ -126,12 +127,29 @@ class InterpretedGraph:
         return interpret(self, self.parent, args)
 
 
+def static_inputs(gm: fx.GraphModule, kind: str, hint: set | None) -> set:
+    """The placeholder positions holding parameters and buffers (the same tensor every call).
+
+    Under Dynamo, aot records them (fw_metadata.static_input_indices, what Inductor reads
+    too). Outside it, the caller's hint: the direct API's module parameters (aot lifts them
+    first), or a torch.fx.wrap piece's inputs that Dynamo marked static. A backward graph's
+    inputs are saved tensors and gradients: new each call. Unknown: none."""
+    if kind == "backward":
+        return set()
+    n = sum(1 for p in gm.graph.nodes if p.op == "placeholder")
+    ctx = torch._guards.TracingContext.try_get()
+    indices = getattr(getattr(ctx, "fw_metadata", None), "static_input_indices", None)
+    if indices is not None and all(0 <= i < n for i in indices):
+        return set(indices)
+    return {i for i in (hint or ()) if i < n}
+
+
 class CompiledAtenGraph:
     """What fxcpp returns to aot_autograd for one ATen graph (forward, backward or inference)."""
 
     _boxed_call = True
 
-    def __init__(self, gm: fx.GraphModule, opts: Options, kind: str, dump_subdir: str):
+    def __init__(self, gm: fx.GraphModule, opts: Options, kind: str, dump_subdir: str, static_hint: set | None = None):
         # An instance attribute too: torch._dynamo.disable's functools.wraps copies only __dict__.
         self._boxed_call = True
         self.gm = gm  # the ATen graph (kept for verify mode and for the Interpreter fallback)
@@ -144,10 +162,11 @@ class CompiledAtenGraph:
         self.partitions: dict[str, CppPartition] = {}
         self.interp_times: dict | None = None
         dump(opts, dump_subdir, f"{kind}_aten.py", gm.code)
+        self.static = static_inputs(gm, kind, static_hint)
         t0 = time.perf_counter()
         if partition.all_supported(gm):
             try:
-                self.single = CppPartition(gm, opts, f"{kind}_cpp0", dump_subdir)
+                self.single = CppPartition(gm, opts, f"{kind}_cpp0", dump_subdir, self.static)
             except Exception as e:  # noqa: BLE001 - policy decides: interpreter, eager or error
                 self._fallback(e, "the whole graph")
                 self.parent = gm
@@ -158,11 +177,17 @@ class CompiledAtenGraph:
         record(self)
 
     def _build_split(self, dump_subdir):
+        # Before the split rewrites it: the position of each of the graph's placeholders.
+        position = {n.name: i for i, n in enumerate(n for n in self.gm.graph.nodes if n.op == "placeholder")}
         parent, names = partition.split_aten(self.gm)
         for i, name in enumerate(names):
             sub = parent.get_submodule(name)
+            call = next(n for n in parent.graph.nodes if n.op == "call_module" and n.target == name)
+            # A partition input is static when it is one of the graph's static inputs.
+            static = {k for k, a in enumerate(call.args)
+                      if isinstance(a, fx.Node) and a.op == "placeholder" and position.get(a.name) in self.static}
             try:
-                cpp = CppPartition(sub, self.opts, f"{self.kind}_cpp{i}", dump_subdir)
+                cpp = CppPartition(sub, self.opts, f"{self.kind}_cpp{i}", dump_subdir, static)
             except Exception as e:  # noqa: BLE001
                 self._fallback(e, f"partition {name}")
                 continue

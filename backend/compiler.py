@@ -29,10 +29,10 @@ log = logging.getLogger("fxcpp")
 _dynamo_graph_ids = itertools.count()
 
 
-def _aot_backend(opts: Options, dump_subdir: str):
+def _aot_backend(opts: Options, dump_subdir: str, static_hint: set | None = None):
     def compiler_for(kind):
         def compile_aten(gm: fx.GraphModule, example_inputs):
-            return CompiledAtenGraph(gm, opts, kind, dump_subdir)
+            return CompiledAtenGraph(gm, opts, kind, dump_subdir, static_hint)
 
         return compile_aten
 
@@ -50,14 +50,15 @@ def _interpret(gm: fx.GraphModule):
     return run
 
 
-def _compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eager_fn):
-    """Compile a torch-level graph; on failure apply Options.fallback."""
+def _compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eager_fn, static_hint=None):
+    """Compile a torch-level graph; on failure apply Options.fallback. static_hint: which of
+    aot's inputs hold parameters and buffers, outside Dynamo (which records them itself)."""
     subdir = f"graph{next(_dynamo_graph_ids)}"
     dump(opts, subdir, "torch_graph.py", gm.code)
     try:
         if partition.opaque_nodes(gm):
             return _compile_with_opaque(gm, opts)
-        return _aot_backend(opts, subdir)(gm, example_inputs)
+        return _aot_backend(opts, subdir, static_hint)(gm, example_inputs)
     except EagerFallback as e:
         warnings.warn(f"fxcpp: running the graph eagerly (Options.fallback='eager'): {e}", stacklevel=2)
         return eager_fn
@@ -73,9 +74,13 @@ def _compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eage
 def _compile_with_opaque(gm: fx.GraphModule, opts: Options):
     """torch.fx.wrap functions stay in the parent graph (Interpreter); each traceable
     partition compiles through aot at its first call per input signature."""
+    static = {n.name for n in gm.graph.find_nodes(op="placeholder")
+              if n.meta.get("tensor_dict", {}).get("_dynamo_static_input_type")}  # parameters, buffers
     parent, names = partition.split_opaque(gm)
     for name in names:
-        setattr(parent, name, _ShapeSpecialized(parent.get_submodule(name), opts))
+        call = next(n for n in parent.graph.nodes if n.op == "call_module" and n.target == name)
+        hint = {k for k, a in enumerate(call.args) if isinstance(a, fx.Node) and a.name in static}
+        setattr(parent, name, _ShapeSpecialized(parent.get_submodule(name), opts, static_hint=hint))
     log.info("fxcpp: torch.fx.wrap functions run in the Interpreter: %s",
              [n.format_node() for n in partition.opaque_nodes(parent)])
     return InterpretedGraph(parent, opts)
@@ -101,12 +106,17 @@ def _signature(args) -> tuple:
 
 class _ShapeSpecialized(torch.nn.Module):
     """A GraphModule compiled per concrete input signature (LRU, Options.plan_cache_size).
-    aot needs a flat tuple output: a flat copy is compiled and its output rebuilt."""
+    aot needs a flat tuple output: a flat copy is compiled and its output rebuilt.
+    static_hint: which positional inputs hold parameters or buffers; the module's own
+    parameters and buffers are static too (aot lifts them, in this order, before the inputs)."""
 
-    def __init__(self, gm: fx.GraphModule, opts: Options):
+    def __init__(self, gm: fx.GraphModule, opts: Options, static_hint=frozenset()):
         super().__init__()
         self.flat, self.out_spec = _flat_output_copy(gm)
         self.opts = opts
+        lifted = (len(list(self.flat.named_parameters(remove_duplicate=False)))
+                  + len(list(self.flat.named_buffers(remove_duplicate=False))))
+        self.static_hint = set(range(lifted)) | {lifted + k for k in static_hint}
         self.cache: collections.OrderedDict = collections.OrderedDict()
         self.lock = threading.Lock()
 
@@ -117,7 +127,7 @@ class _ShapeSpecialized(torch.nn.Module):
             if fn is not None:
                 self.cache.move_to_end(key)
                 return fn
-        fn = _compile_torch_graph(self.flat, list(args), self.opts, self.flat.forward)
+        fn = _compile_torch_graph(self.flat, list(args), self.opts, self.flat.forward, self.static_hint)
         with self.lock:
             self.cache[key] = fn
             while len(self.cache) > self.opts.plan_cache_size:

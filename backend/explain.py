@@ -29,6 +29,7 @@ class NodeRow:
     shape: str
     dtype: str
     time_us: float | None
+    impl: str = ""   # the implementation the kernel ran, and why (oneDNN nodes: "onednn brg:avx512_core, weight packed once")
 
 
 def _shape_dtype(node: fx.Node | None) -> tuple[str, str]:
@@ -55,18 +56,21 @@ def _cpp_rows(tag: str, gm: fx.GraphModule, part: CppPartition, label: str) -> l
         for c in covers:
             step_of[c] = (i, kind, name if len(covers) > 1 else "")
     times = part.last_times
+    notes = part.exe.step_notes()
     rows = []
     for n in gm.graph.nodes:
         if n.op != "call_function":
             continue
         shape, dtype = _shape_dtype(n)
+        impl = ""
         if n.name in step_of:
             i, kind, group = step_of[n.name]
             own = part.steps[i][0] == n.name
             t = times[i] / 1e3 if own and times is not None and i < len(times) else None
+            impl = notes[i] if own else ""
         else:  # getitem on a tuple output is a value reference in C++; other absent nodes a pass removed
             kind, t, group = ("prim" if n.target is operator.getitem else "removed"), None, ""
-        rows.append(NodeRow(tag, n.name, op_name(n.target), label, group, kind, shape, dtype, t))
+        rows.append(NodeRow(tag, n.name, op_name(n.target), label, group, kind, shape, dtype, t, impl))
     return rows
 
 
@@ -108,9 +112,9 @@ class Report:
         self.fallbacks = [f for g in graphs for f in g.fallbacks]
 
     def __str__(self) -> str:
-        head = ["graph", "node", "op", "partition", "group", "kernel", "shape", "dtype", "time_us"]
+        head = ["graph", "node", "op", "partition", "group", "kernel", "shape", "dtype", "time_us", "impl"]
         body = [[r.graph, r.node, r.op, r.partition, r.group, r.kernel, r.shape, r.dtype,
-                 "" if r.time_us is None else f"{r.time_us:.1f}"] for r in self.rows]
+                 "" if r.time_us is None else f"{r.time_us:.1f}", r.impl] for r in self.rows]
         widths = [max(len(str(x)) for x in col) for col in zip(head, *body)] if body else [len(h) for h in head]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths)
         lines = [fmt.format(*head), fmt.format(*["-" * w for w in widths])] + [fmt.format(*b) for b in body]

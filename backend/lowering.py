@@ -138,18 +138,24 @@ def _return_kind(ret) -> str:
     return {"int": "int", "SymInt": "int", "float": "float", "bool": "bool"}.get(t, "any")
 
 
-def lower_graph(gm: fx.GraphModule, keep_meta: bool = True) -> tuple[_C.Graph, dict]:
+def lower_graph(gm: fx.GraphModule, keep_meta: bool = True, static=frozenset()) -> tuple[_C.Graph, dict]:
     """Build the C++ graph of `gm`. Returns (graph, env) where env maps FX nodes to value ids.
 
+    static: the placeholder positions that hold the same tensor at every call (parameters
+    and buffers): kernels may keep packed copies of them, and what is computed only from
+    them is kept between calls. Unknown means none.
     keep_meta=False drops the traced metas of computed values (inputs keep theirs),
     so tests can check that shape propagation alone recomputes them."""
     g = _C.Graph()
     env: dict = {}
+    position = 0
     for node in gm.graph.nodes:
         val = node.meta.get("val")
         try:
             if node.op == "placeholder":
-                env[node] = g.add_input(node.name, _kind_of(val), _meta_of(val))
+                is_static = isinstance(val, torch.Tensor) and position in static
+                env[node] = g.add_input(node.name, _kind_of(val), _meta_of(val), is_static)
+                position += 1
             elif node.op == "get_attr":
                 env[node] = g.add_constant(node.name, _fetch_attr(gm, node.target))
             elif node.op == "call_function":

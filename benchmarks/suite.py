@@ -83,6 +83,19 @@ class LayerNormGeluResidual(nn.Module):
         return x + F.gelu(self.ln(x))
 
 
+class WeightNormPosConv(nn.Module):
+    """wav2vec2's positional convolution alone: a weight-normalized grouped Conv1d, its
+    weight computed from two parameters in the graph at every call (issue 15's probe)."""
+
+    def __init__(self, d: int = 768):
+        super().__init__()
+        conv = nn.Conv1d(d, d, 128, padding=64, groups=16)
+        self.conv = torch.nn.utils.parametrizations.weight_norm(conv, dim=2)
+
+    def forward(self, x):
+        return F.gelu(self.conv(x)[:, :, :-1])
+
+
 def _seeded(fn):
     def build(batch):
         torch.manual_seed(0)
@@ -118,12 +131,18 @@ SUITE: list[ModelSpec] = [
     ModelSpec("resnet50", _hf("ResNetConfig", "ResNetModel", IMAGE), (1, 8), kind="conv", call_kwargs=HF),
     ModelSpec("mobilenetv2", _hf("MobileNetV2Config", "MobileNetV2Model", IMAGE), (1, 16), kind="conv", call_kwargs=HF),
     ModelSpec("convnext_tiny", _hf("ConvNextConfig", "ConvNextModel", IMAGE), (1, 8), kind="conv", call_kwargs=HF),
+    # Speech: one second of 16 kHz audio through a 4-layer wav2vec2 (conv feature encoder,
+    # weight-normalized positional conv, transformer).
+    ModelSpec("wav2vec2", _hf("Wav2Vec2Config", "Wav2Vec2Model", lambda b: (torch.randn(b, 16000),), num_hidden_layers=4),
+              (1, 4), kind="conv", call_kwargs=HF),
     ModelSpec("mlp", _seeded(lambda b: (MLP().eval(), (torch.randn(b, 1024),))), (1, 32), quick=True,
               quick_batches=(32,)),
     ModelSpec("resnet20", _seeded(lambda b: (ResNet20().eval(), (torch.randn(b, 3, 32, 32),))), (1, 64), kind="conv",
               quick=True, quick_batches=(1,)),
     ModelSpec("ln_gelu_residual", _seeded(lambda b: (LayerNormGeluResidual().eval(), (torch.randn(b, 768),))), (4096,),
               kind="memory", quick=True, quick_batches=(4096,)),
+    ModelSpec("weight_norm_conv", _seeded(lambda b: (WeightNormPosConv().eval(), (torch.randn(b, 768, 49),))), (1,),
+              kind="conv"),
 ]
 
 # Tiny models for the harness's own tests (seconds, no transformers).

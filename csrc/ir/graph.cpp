@@ -86,9 +86,10 @@ Value* Graph::new_value(const std::string& name, ValueKind kind, std::optional<T
   return values_.back().get();
 }
 
-Value* Graph::add_input(const std::string& name, ValueKind kind, std::optional<TensorMeta> meta) {
+Value* Graph::add_input(const std::string& name, ValueKind kind, std::optional<TensorMeta> meta, bool is_static) {
   Value* v = new_value(name, kind, std::move(meta));
   v->is_input = true;
+  v->is_static = is_static;
   inputs_.push_back(v);
   return v;
 }

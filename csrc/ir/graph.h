@@ -54,6 +54,11 @@ struct Value {
   Node* producer = nullptr;        // null for graph inputs and constants
   int output_index = 0;
   bool is_input = false;
+  // The same tensor at every call until a parameter changes: a static input (a parameter
+  // or buffer) or, marked by the static_values pass, a value computed only from those and
+  // constants. A kernel may keep a packed copy of it (kept fresh by version and write
+  // guards); other inputs and values can be new each call.
+  bool is_static = false;
   std::optional<c10::IValue> constant;  // set for constants (get_attr tensors, etc.)
 };
 
@@ -106,7 +111,7 @@ struct NodeError : std::runtime_error {
 
 class Graph {
  public:
-  Value* add_input(const std::string& name, ValueKind kind, std::optional<TensorMeta> meta);
+  Value* add_input(const std::string& name, ValueKind kind, std::optional<TensorMeta> meta, bool is_static = false);
   Value* add_constant(const std::string& name, c10::IValue v, std::optional<TensorMeta> meta);
   // Adds a node at the end. For ATen targets ("aten::add.Tensor", any namespace),
   // the schema is looked up in the dispatcher and args/kwargs normalized.
@@ -150,5 +155,8 @@ class Graph {
 };
 
 std::optional<c10::OperatorHandle> find_op(const std::string& target);
+
+// A value that holds the same tensor call after call: static (see Value) or a constant.
+inline bool long_lived(const Value* v) { return v && (v->is_static || v->constant); }
 
 }  // namespace fxcpp

@@ -8,6 +8,7 @@ namespace fxcpp {
 static std::string value_decl(const Value* v) {
   std::string s = "%" + v->name + " : ";
   s += v->meta ? v->meta->str() : kind_name(v->kind);
+  if (v->is_static) s += " static";
   return s;
 }
 

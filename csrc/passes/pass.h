@@ -36,6 +36,7 @@ bool verify_pass(Graph& g, const PassContext& ctx);
 bool shape_propagation_pass(Graph& g, const PassContext& ctx);
 bool remove_noops_pass(Graph& g, const PassContext& ctx);
 bool dce_pass(Graph& g, const PassContext& ctx);
+bool static_values_pass(Graph& g, const PassContext& ctx);
 // oneDNN fusion (passes/fusion/, one pattern per file); no-ops when built without oneDNN.
 bool onednn_lower_pass(Graph& g, const PassContext& ctx);
 bool fold_batchnorm_pass(Graph& g, const PassContext& ctx);

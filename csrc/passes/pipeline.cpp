@@ -10,14 +10,17 @@ bool verify_pass(Graph& g, const PassContext&) {
 
 // The order matters: shapes first (later passes read metas), no-op removal
 // before DCE (it leaves producers without users), DCE before fusion (a fusion
-// refuses values with other uses, dead ones included); BN folding before post-op
-// fusion (BN must directly follow its conv); layout last (it sees the fused nodes).
+// refuses values with other uses, dead ones included); static values before the
+// fusions (BN folding needs to know a computed weight is parameter-derived; fusing
+// keeps the marks); BN folding before post-op fusion (BN must directly follow its
+// conv); layout last (it sees the fused nodes).
 const std::vector<PassInfo>& pass_list() {
   static const std::vector<PassInfo> passes = {
       {"verify", verify_pass},
       {"shape_propagation", shape_propagation_pass},
       {"remove_noops", remove_noops_pass},
       {"dce", dce_pass},
+      {"static_values", static_values_pass},
       {"onednn_lower", onednn_lower_pass},
       {"fold_batchnorm", fold_batchnorm_pass},
       {"fuse_postops", fuse_postops_pass},

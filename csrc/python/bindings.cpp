@@ -164,10 +164,10 @@ PYBIND11_MODULE(_C, m) {
 
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph")
       .def(py::init<>())
-      .def("add_input", [](Graph& g, const std::string& name, const std::string& kind, py::handle meta) {
+      .def("add_input", [](Graph& g, const std::string& name, const std::string& kind, py::handle meta, bool is_static) {
         g.check_mutable("add an input");
-        return g.add_input(name, to_kind(kind), to_meta(meta))->id;
-      })
+        return g.add_input(name, to_kind(kind), to_meta(meta), is_static)->id;
+      }, py::arg("name"), py::arg("kind"), py::arg("meta"), py::arg("is_static") = false)
       .def("add_constant", [](Graph& g, const std::string& name, py::handle value) {
         g.check_mutable("add a constant");
         return g.add_constant(name, to_ivalue(value), std::nullopt)->id;
@@ -211,6 +211,14 @@ PYBIND11_MODULE(_C, m) {
         throw py::key_error(name);
       })
       // The fusion nodes, for tests and tools: one dict per node with a FusedOp.
+      // Names of the computed values the static_values pass marked (inputs excluded).
+      .def("static_values", [](const Graph& g) {
+        std::vector<std::string> out;
+        for (const Node* n : g.nodes())
+          for (const Value* v : n->outputs)
+            if (v->is_static) out.push_back(v->name);
+        return out;
+      })
       .def("fused_nodes", [](const Graph& g) {
         static const char* kinds[] = {"eltwise", "binary", "sum"};
         py::list out;
@@ -333,6 +341,19 @@ PYBIND11_MODULE(_C, m) {
             covers.append(s.node->name);
           out.append(py::make_tuple(s.node->name, s.node->target, s.kernel->kind(), names, covers));
         }
+        return out;
+      })
+      // Names of the steps that run only when a parameter they read changes.
+      .def("static_steps", [](const Executable& e) {
+        std::vector<std::string> out;
+        for (size_t i = 0; i < e.steps().size(); ++i)
+          if (e.static_part().step[i]) out.push_back(e.steps()[i].node->name);
+        return out;
+      })
+      // What each step's kernel ran, and why (explain's `impl` column); filled in as calls run.
+      .def("step_notes", [](const Executable& e) {
+        std::vector<std::string> out;
+        for (const auto& s : e.steps()) out.push_back(s.kernel->describe());
         return out;
       })
       .def("graph_str", [](const Executable& e) { return e.graph().str(); })

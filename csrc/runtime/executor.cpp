@@ -4,6 +4,7 @@
 
 #include <c10/core/GradMode.h>
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 
@@ -118,6 +119,9 @@ Executable::Executable(std::shared_ptr<const Graph> graph, const KernelRegistry&
       step.args.push_back(make_slot(n->args[i], formal));
     }
     for (const Value* v : n->outputs) step.outs.push_back(v->id);
+    for (size_t i = 0; i < n->args.size(); ++i)
+      if (n->args[i].kind == Arg::Kind::Value && n->args[i].value->is_static && n->args[i].value->kind == ValueKind::Tensor)
+        step.static_args.push_back(static_cast<int>(i));
     std::vector<int> used;
     for (const auto& a : step.args) collect_slots(a, used);
     for (int s : used) last_use[s] = static_cast<int>(steps_.size());
@@ -134,6 +138,62 @@ Executable::Executable(std::shared_ptr<const Graph> graph, const KernelRegistry&
       if (last_use[s] == -1 && std::find(kept.begin(), kept.end(), s) == kept.end()) last_use[s] = static_cast<int>(i);
   for (size_t s = 0; s < num_slots_; ++s)
     if (last_use[s] >= 0) steps_[last_use[s]].release.push_back(static_cast<int>(s));
+  plan_static_part();
+  cow_state_.reset(new std::atomic<int>[steps_.size()]);
+  for (size_t i = 0; i < steps_.size(); ++i)
+    cow_state_[i].store(steps_[i].static_args.empty() || std::string(steps_[i].kernel->kind()) != "aten" ? 0 : 3);
+}
+
+namespace {
+void collect_tensor_consts(const ArgSlot& a, std::vector<at::Tensor>& out) {
+  if (a.kind == ArgSlot::Kind::Const) {
+    if (a.constant.isTensor()) out.push_back(a.constant.toTensor());
+    else if (a.constant.isTensorList())
+      for (const at::Tensor& t : a.constant.toTensorVector()) out.push_back(t);
+  }
+  for (const auto& e : a.elems) collect_tensor_consts(e, out);
+}
+}  // namespace
+
+void Executable::plan_static_part() {
+  StaticPart p;
+  p.step.assign(steps_.size(), false);
+  std::vector<bool> static_slot(num_slots_, false), source(num_slots_, false);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& s = steps_[i];
+    bool st = !s.node->outputs.empty();
+    for (const Value* v : s.node->outputs) st &= v->is_static;
+    std::vector<int> used;
+    for (const auto& a : s.args) collect_slots(a, used);
+    if (st) {
+      p.step[i] = true;
+      for (int o : s.outs) static_slot[o] = true;
+      for (int u : used)
+        if (graph_->values()[u]->is_input && !source[u]) {
+          source[u] = true;
+          p.sources.push_back(u);
+        }
+      for (const auto& a : s.args) collect_tensor_consts(a, p.consts);
+    } else {
+      for (int u : used)
+        if (static_slot[u] && std::find(p.frontier.begin(), p.frontier.end(), u) == p.frontier.end()) p.frontier.push_back(u);
+    }
+  }
+  std::vector<int> out_slots;
+  for (const auto& a : outputs_) collect_slots(a, out_slots);
+  for (int u : out_slots)  // the static_values pass never marks an output; stay correct if one is
+    if (static_slot[u] && std::find(p.frontier.begin(), p.frontier.end(), u) == p.frontier.end()) p.frontier.push_back(u);
+  p.frontier_index.assign(num_slots_, -1);
+  for (size_t k = 0; k < p.frontier.size(); ++k) p.frontier_index[p.frontier[k]] = static_cast<int>(k);
+  static_ = std::move(p);
+}
+
+std::vector<at::Tensor> Executable::static_sources(const std::vector<c10::IValue>& frame) const {
+  std::vector<at::Tensor> ts;
+  ts.reserve(static_.sources.size() + static_.consts.size());
+  for (int s : static_.sources) ts.push_back(frame[s].isTensor() ? frame[s].toTensor() : at::Tensor());
+  ts.insert(ts.end(), static_.consts.begin(), static_.consts.end());
+  return ts;
 }
 
 std::vector<c10::IValue> Executable::execute(std::vector<c10::IValue> inputs, std::vector<int64_t>* times, bool keep_all,
@@ -145,17 +205,52 @@ std::vector<c10::IValue> Executable::execute(std::vector<c10::IValue> inputs, st
   c10::AutoGradMode no_grad(false);
   std::vector<c10::IValue> frame(num_slots_);
   for (size_t i = 0; i < ins.size(); ++i) frame[ins[i]->id] = std::move(inputs[i]);
+  // The static part: reuse its values while its sources are unchanged, else run it and keep them.
+  std::shared_ptr<const StaticValues> cached;
+  std::shared_ptr<StaticValues> fresh;
+  if (!static_.empty() && !keep_all) {
+    std::vector<at::Tensor> sources = static_sources(frame);
+    {
+      std::lock_guard<std::mutex> lk(static_mu_);
+      cached = static_values_;
+    }
+    if (cached && !stamps_match(cached->stamps, sources)) cached = nullptr;
+    if (cached) {
+      for (size_t k = 0; k < static_.frontier.size(); ++k) frame[static_.frontier[k]] = cached->values[k];
+    } else {
+      fresh = std::make_shared<StaticValues>();
+      fresh->stamps = stamps_of(sources);
+      fresh->values.resize(static_.frontier.size());
+    }
+  }
   Stack stack;
   stack.reserve(max_args_);
   if (times) times->assign(steps_.size(), 0);
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
+    if (cached && static_.step[i]) {  // its frontier outputs are already in the frame
+      for (int r : s.release) frame[r] = c10::IValue();
+      continue;
+    }
     stack.clear();
     for (const auto& a : s.args) stack.push_back(materialize(a, frame));
     // Drop the frame's reference to values that die here, so a kernel may reuse their
     // buffers in place (oneDNN's sum post-op) when the stack holds the only one.
     if (!keep_all)
       for (int r : s.release) frame[r] = c10::IValue();
+    // Guarded parameters stay guarded: an op that copies a copy-on-write arg just to read it
+    // (seen once, checked in its first runs) is given non-owning views of its static args.
+    const int cow = cow_state_[i].load(std::memory_order_relaxed);
+    std::vector<at::Tensor> keep;  // the viewed tensors, alive until the kernel returns
+    for (int k : s.static_args) {
+      if (!stack[k].isTensor() || !is_cow(stack[k].toTensor())) continue;
+      if (cow < 0) {
+        keep.push_back(stack[k].toTensor());
+        stack[k] = non_owning_view(keep.back());
+      } else if (cow > 0) {
+        keep.push_back(stack[k].toTensor());
+      }
+    }
     auto t0 = std::chrono::steady_clock::now();
     try {
       s.kernel->run(stack);
@@ -169,11 +264,23 @@ std::vector<c10::IValue> Executable::execute(std::vector<c10::IValue> inputs, st
       throw NodeError(*s.node, std::string("failed at run time: ") + e.what(), std::current_exception());
     }
     if (times) (*times)[i] = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    if (cow > 0 && !keep.empty()) {  // only a run with a copy-on-write arg tells
+      bool copied = false;
+      for (const at::Tensor& t : keep) copied |= !is_cow(t);
+      cow_state_[i].store(copied ? -1 : cow - 1, std::memory_order_relaxed);
+    }
     if (stack.size() != s.outs.size())
       throw NodeError(*s.node, "kernel returned " + std::to_string(stack.size()) + " values, expected " + std::to_string(s.outs.size()));
     for (size_t k = 0; k < s.outs.size(); ++k) frame[s.outs[k]] = std::move(stack[k]);
+    if (fresh && static_.step[i])
+      for (int o : s.outs)
+        if (static_.frontier_index[o] >= 0) fresh->values[static_.frontier_index[o]] = frame[o];
     if (!keep_all)
       for (int r : s.release) frame[r] = c10::IValue();
+  }
+  if (fresh) {
+    std::lock_guard<std::mutex> lk(static_mu_);
+    static_values_ = std::move(fresh);
   }
   std::vector<c10::IValue> outs;
   outs.reserve(outputs_.size());
@@ -205,6 +312,7 @@ std::string Executable::str() const {
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
     os << "  [" << i << "] " << s.kernel->kind() << "  " << s.node->name << " = " << s.node->target;
+    if (static_.step[i]) os << "  (static: runs when a parameter changes)";
     if (!s.release.empty()) {
       os << "  release:";
       for (int r : s.release) os << " %" << graph_->values()[r]->name;

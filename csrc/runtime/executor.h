@@ -1,14 +1,22 @@
 // The executor: a plan of steps built once from a Graph, each bound to one kernel.
 // run() is const: every call gets its own frame of value slots, so one Executable
 // can be called from many threads at once. A slot is released after its last use.
+//
+// Steps whose outputs are static (computed only from parameters, buffers and constants;
+// the static_values pass marks them) run at the first call and again only when one of
+// their source tensors changes (identity, version or a write, as for packed weights);
+// in between, the values the rest of the plan reads from them come from a cache.
 #pragma once
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "ir/graph.h"
 #include "runtime/kernel.h"
+#include "runtime/tensor_stamp.h"
 
 namespace fxcpp {
 
@@ -29,6 +37,21 @@ struct Step {
   std::vector<ArgSlot> args;
   std::vector<int> outs;
   std::vector<int> release;  // slots whose last use is this step
+  std::vector<int> static_args;  // positions of args that are static tensors (maybe write-guarded)
+};
+
+// The parameter-derived part of a plan, and the values it last produced.
+struct StaticPart {
+  std::vector<bool> step;          // per step: computed only from static sources
+  std::vector<int> sources;        // static input slots those steps read
+  std::vector<at::Tensor> consts;  // tensor constants they read (a user may still write one)
+  std::vector<int> frontier;       // their output slots read by the rest of the plan
+  std::vector<int> frontier_index; // per slot: its position in `frontier`, or -1
+  bool empty() const { return frontier.empty(); }
+};
+struct StaticValues {
+  std::vector<TensorStamp> stamps;  // of sources, then consts
+  std::vector<c10::IValue> values;  // per frontier slot
 };
 
 class Executable {
@@ -43,17 +66,26 @@ class Executable {
   std::unordered_map<std::string, c10::IValue> run_debug(std::vector<c10::IValue> inputs) const;
 
   const std::vector<Step>& steps() const { return steps_; }
+  const StaticPart& static_part() const { return static_; }
   const Graph& graph() const { return *graph_; }
   std::string str() const;  // the plan: one line per step with its kernel and released slots
 
  private:
   std::vector<c10::IValue> execute(std::vector<c10::IValue> inputs, std::vector<int64_t>* times, bool keep_all,
                                    std::vector<c10::IValue>* frame_out) const;
+  void plan_static_part();
+  std::vector<at::Tensor> static_sources(const std::vector<c10::IValue>& frame) const;
   std::shared_ptr<const Graph> graph_;
   std::vector<Step> steps_;
   std::vector<ArgSlot> outputs_;
   size_t num_slots_ = 0;
   size_t max_args_ = 0;
+  StaticPart static_;
+  // Per step: >0 runs left in which to check that the kernel leaves copy-on-write args so;
+  // 0 it does; -1 it copies them (an op reading through a writable pointer): give it views.
+  std::unique_ptr<std::atomic<int>[]> cow_state_;
+  mutable std::mutex static_mu_;
+  mutable std::shared_ptr<const StaticValues> static_values_;  // under static_mu_
 };
 
 }  // namespace fxcpp

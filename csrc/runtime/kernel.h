@@ -23,6 +23,9 @@ class Kernel {
   virtual void run(Stack& stack) const = 0;
   // One of "aten", "onednn", "cpu_fused", "cuda" (the Report's kernel names), or "prim".
   virtual const char* kind() const = 0;
+  // Which implementation ran and why, for explain() (e.g. "onednn brg:avx512_core, weight
+  // packed once"); empty when the kind says it all. Safe to call while run() runs elsewhere.
+  virtual std::string describe() const { return ""; }
 };
 
 // Returns a kernel for the node, or nullptr when it does not take this node.

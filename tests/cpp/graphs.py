@@ -13,9 +13,11 @@ def aten_graph(fn, *inputs):
     return make_fx(fn, tracing_mode="fake")(*inputs)
 
 
-def lowered(fn, *inputs, keep_meta=True):
+def lowered(fn, *inputs, keep_meta=True, static=None):
+    """fn's graph lowered to C++. The tests' functions take (activation, *parameters), as a
+    module's forward sees them: every input but the first is static unless `static` says."""
     gm = aten_graph(fn, *inputs)
-    g, _ = lowering.lower_graph(gm, keep_meta=keep_meta)
+    g, _ = lowering.lower_graph(gm, keep_meta=keep_meta, static=set(range(1, len(inputs))) if static is None else static)
     return gm, g
 
 

@@ -11,6 +11,12 @@ from graphs import fused, lowered, pipeline_until, run
 pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
 
 
+@pytest.fixture(autouse=True)
+def _onednn_path(monkeypatch):
+    """The layouts are oneDNN's: run its path even where eager's ops measure faster (tiny convs)."""
+    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")
+
+
 def conv_pool_conv(x, w1, w2):
     return F.conv2d(F.max_pool2d(F.conv2d(x, w1, padding=1).relu(), 2), w2, padding=1)
 

@@ -30,7 +30,7 @@ def test_report_counts_and_table():
     assert report.kernel_counts["interpreter"] == 0
     text = str(report)
     header = text.splitlines()[0].split()
-    assert header == ["graph", "node", "op", "partition", "group", "kernel", "shape", "dtype", "time_us"]
+    assert header == ["graph", "node", "op", "partition", "group", "kernel", "shape", "dtype", "time_us", "impl"]
     conv = next(r for r in report.rows if r.op == "aten::convolution")
     assert conv.kernel == "onednn" and conv.shape == "[2, 8, 6, 6]" and conv.dtype == "float32"
     assert conv.group == conv.node and conv.time_us is not None and conv.time_us > 0

@@ -55,7 +55,7 @@ def test_disable_passes_by_name():
 
 
 def _break_lowering(monkeypatch):
-    def broken(gm, keep_meta=True):
+    def broken(gm, keep_meta=True, static=None):
         raise lowering.LoweringError("node 'relu': injected failure")
 
     monkeypatch.setattr(lowering, "lower_graph", broken)

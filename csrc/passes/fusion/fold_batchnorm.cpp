@@ -2,7 +2,7 @@
 // 2-d input) is folded into that node's weights and bias:
 //   W' = W * gamma / sqrt(var + eps)   (per output channel)
 //   b' = (b - mean) * gamma / sqrt(var + eps) + beta
-// The BN tensors are graph inputs at run time (parameters and buffers), so the fold
+// The BN tensors are static graph inputs at run time (parameters and buffers), so the fold
 // itself happens in the kernel when it prepacks the weight, and is redone whenever
 // any of the five tensors changes (identity or version counter). Here we only
 // record which args they are.
@@ -27,9 +27,10 @@ bool fold_batchnorm_pass(Graph& g, const PassContext&) {
     const bool conv = f.anchor == FusedOp::Anchor::Conv && !f.transposed;
     const bool linear = f.anchor == FusedOp::Anchor::Matmul && f.weight_nk && !f.flatten_src &&
                         n->outputs[0]->meta && n->outputs[0]->meta->dim() == 2;
-    // Folding happens when the kernel packs the weight, so the weight must be a parameter.
+    // Folding happens when the kernel packs the weight: the weight (and, below, the BN
+    // tensors) must be long-lived, or the fold would be redone at every call.
     const Value* w = value_of(n->args[1]);
-    if ((!conv && !linear) || !w || !(w->is_input || w->constant)) continue;
+    if ((!conv && !linear) || !long_lived(w)) continue;
     auto uses = g.use_counts();
     Node* bn = sole_user(g, n->outputs[0], uses);
     if (!bn || !bn->is_aten()) continue;
@@ -49,7 +50,8 @@ bool fold_batchnorm_pass(Graph& g, const PassContext&) {
     const Value* out = bn->outputs[0];
     double eps;
     bool ok = onednn_tensor(out) && out->meta->dtype == n->outputs[0]->meta->dtype && const_number(bn->args[eps_arg], eps);
-    for (int i = 1; i <= 4; ++i) ok = ok && onednn_tensor(value_of(bn->args[i])) && value_of(bn->args[i])->meta->dim() == 1;
+    for (int i = 1; i <= 4; ++i)
+      ok = ok && onednn_tensor(value_of(bn->args[i])) && value_of(bn->args[i])->meta->dim() == 1 && long_lived(value_of(bn->args[i]));
     if (!ok) continue;
     auto folded = std::make_shared<FusedOp>(f);
     folded->bn_arg = static_cast<int>(n->args.size());

@@ -6,7 +6,6 @@
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/sub.h>
 #include <ATen/ops/zeros_like.h>
-#include <c10/core/impl/COW.h>
 
 #include <limits>
 #include <sstream>
@@ -47,57 +46,6 @@ memory as_dst_memory(const at::Tensor& t, const memory::desc& d) { return memory
 
 at::Tensor alloc_for(const memory::desc& d) {
   return at::empty({static_cast<int64_t>(d.get_size())}, at::TensorOptions().dtype(at::kByte));
-}
-
-namespace {
-
-// Turning a storage copy-on-write rewrites its DataPtr: two threads must never do it at once.
-std::mutex& guard_mutex() {
-  static std::mutex m;
-  return m;
-}
-
-c10::intrusive_ptr<c10::StorageImpl> cow_guard(const at::Tensor& t) {
-  if (!t.device().is_cpu() || !t.has_storage()) return {};
-  std::lock_guard<std::mutex> lk(guard_mutex());
-  return c10::impl::cow::lazy_clone_storage(*t.storage().unsafeGetStorageImpl());
-}
-
-}  // namespace
-
-bool guardable(const at::Tensor& t) {
-  if (!t.device().is_cpu() || !t.has_storage()) return false;
-  const c10::StorageImpl& s = *t.storage().unsafeGetStorageImpl();
-  return c10::impl::cow::has_simple_data_ptr(s) || c10::impl::cow::is_cow_data_ptr(s.data_ptr());
-}
-
-TensorStamp TensorStamp::of(const at::Tensor& t) {
-  TensorStamp s;
-  s.guard = cow_guard(t);  // first: reading t below must not be a write
-  s.impl.emplace(t.getIntrusivePtr());
-  s.version = t.unsafeGetTensorImpl()->version_counter().current_version();
-  s.data = t.const_data_ptr();
-  return s;
-}
-
-bool TensorStamp::matches(const at::Tensor& t) const {
-  // A live weak reference keeps the TensorImpl's memory, and the guard keeps the old bytes,
-  // so neither address can be reused by a new tensor. const_data_ptr: reading never copies.
-  return guard && impl && impl->_unsafe_get_target() == t.unsafeGetTensorImpl() && !impl->expired() &&
-         version == t.unsafeGetTensorImpl()->version_counter().current_version() && data == t.const_data_ptr();
-}
-
-std::vector<TensorStamp> stamps_of(const std::vector<at::Tensor>& ts) {
-  std::vector<TensorStamp> s;
-  for (const auto& t : ts) s.push_back(t.defined() ? TensorStamp::of(t) : TensorStamp{});
-  return s;
-}
-
-bool stamps_match(const std::vector<TensorStamp>& s, const std::vector<at::Tensor>& ts) {
-  if (s.size() != ts.size()) return false;
-  for (size_t i = 0; i < s.size(); ++i)
-    if (ts[i].defined() ? !s[i].matches(ts[i]) : s[i].data != nullptr) return false;
-  return true;
 }
 
 static dnnl::algorithm eltwise_alg(const std::string& a) {
@@ -251,6 +199,16 @@ at::Tensor reorder_to(const at::Tensor& src, const memory::desc& user, const mem
 Stats& stats() {
   static Stats s;
   return s;
+}
+
+memory reorder_to_thread_buffer(const at::Tensor& src, const memory::desc& user, const memory::desc& target) {
+  thread_local at::Tensor buf;
+  if (!buf.defined() || static_cast<size_t>(buf.numel()) < target.get_size()) buf = alloc_for(target);
+  memory from = as_memory(src, user), to(target, cpu_engine(), buf.mutable_data_ptr());
+  dnnl::stream& s = thread_stream();
+  dnnl::reorder(from, to).execute(s, from, to);  // oneDNN's primitive cache: built once per layout pair
+  s.wait();
+  return to;
 }
 
 bool uniquely_owned(const at::Tensor& t) {

@@ -2,11 +2,8 @@
 // post-op attributes, and the version-checked cache of prepacked weights.
 #pragma once
 #include <ATen/core/Tensor.h>
-#include <c10/core/StorageImpl.h>
-#include <c10/util/intrusive_ptr.h>
 
 #include <atomic>
-
 #include <mutex>
 #include <optional>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -14,6 +11,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/tensor_stamp.h"
 
 namespace fxcpp::onednn {
 
@@ -33,27 +31,6 @@ memory as_memory(const at::Tensor& t, const memory::desc& d);
 memory as_dst_memory(const at::Tensor& t, const memory::desc& d);
 // An uninitialized tensor big enough for `d` (any layout, blocked ones included).
 at::Tensor alloc_for(const memory::desc& d);
-
-// The identity, version and memory of the tensors a prepacked weight was built from: a
-// parameter changed in place (version bump), replaced (new TensorImpl) or re-pointed (data
-// pointer) is seen. Writes that move no version counter (`w.data.mul_()`, numpy) are seen
-// through `guard`, a copy-on-write clone of the source's storage: while it lives, any write
-// to the source, through any alias, first copies the source to new memory (PyTorch's COW
-// storage), so the data pointer no longer matches. The guard shares the bytes: no extra
-// memory until a write. A storage that cannot be guarded (shared memory, mmap, numpy-owned)
-// never matches: its weight is re-packed at every call.
-struct TensorStamp {
-  std::optional<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>> impl;
-  uint32_t version = 0;
-  const void* data = nullptr;
-  c10::intrusive_ptr<c10::StorageImpl> guard;  // null: unguarded
-  static TensorStamp of(const at::Tensor& t);
-  bool matches(const at::Tensor& t) const;
-};
-// Whether a tensor's writes can all be seen (its storage can carry a copy-on-write guard).
-bool guardable(const at::Tensor& t);
-bool stamps_match(const std::vector<TensorStamp>& s, const std::vector<at::Tensor>& ts);
-std::vector<TensorStamp> stamps_of(const std::vector<at::Tensor>& ts);
 
 // Runtime operands of Binary/Sum post-ops, in post-op order.
 struct PostOpArgs {
@@ -84,6 +61,9 @@ std::pair<at::Tensor, at::Tensor> fold_batchnorm(const at::Tensor& w, const at::
                                                  double eps, int64_t oc_dim);
 // Reorders `src` (described by `user`) into a new buffer laid out as `target`.
 at::Tensor reorder_to(const at::Tensor& src, const memory::desc& user, const memory::desc& target);
+// The same into this thread's weight buffer (grown as needed, reused by every later call on
+// the thread): for weights that change between calls. Valid until the thread's next call.
+memory reorder_to_thread_buffer(const at::Tensor& src, const memory::desc& user, const memory::desc& target);
 
 // Executes with a per-thread scratchpad (primitives are shared across threads; oneDNN's
 // library-owned scratchpad is not safe for concurrent runs of one primitive).

@@ -1,7 +1,9 @@
 // onednn::conv: convolution (1d/2d/3d, groups, depthwise, dilation) and transposed
 // convolution, with bias, folded BatchNorm and a post-op chain. One primitive per
-// concrete input signature, built at its first call; the weight is reordered once into
-// the primitive's preferred (blocked) layout and re-packed only when a source changes.
+// concrete input signature, built at its first call, always free to choose its weight
+// layout (a plain-layout weight can leave oneDNN only its reference implementation). A
+// long-lived weight is reordered once into that layout and re-packed only when a source
+// changes; any other weight is reordered into a per-thread buffer at every call.
 //
 // Activations: oneDNN's convolutions run channels-last natively, so the primitive always
 // reads and writes channels-last: a channels-last input is read as it is (no copy), any
@@ -11,6 +13,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 
+#include <atomic>
 #include <optional>
 
 #include "runtime/onednn/fused_kernel.h"
@@ -51,7 +54,9 @@ at::Tensor to_cl(const at::Tensor& t) { return channels_last(t) ? t : empty_cl(t
 struct ConvEntry {
   dnnl::primitive_desc pd;
   dnnl::primitive prim;
-  memory::desc src_plain, w_plain, bias_md;
+  std::string impl, impl_note;
+  std::atomic<int> choice{kUndecided};  // oneDNN or ATen, decided at the signature's first call
+  memory::desc src_plain, bias_md;
   std::optional<dnnl::reorder> src_reorder;  // input layout → the primitive's, when they differ
   std::vector<std::pair<int, memory::desc>> binary;
   std::shared_ptr<const PackedWeights> packed;  // swapped under the kernel's lock when a source changes
@@ -59,9 +64,8 @@ struct ConvEntry {
 
 class ConvKernel final : public FusedKernel<ConvEntry> {
  public:
-  // Parameters (graph inputs) and constants keep their values between calls: pack them once.
-  explicit ConvKernel(const Node& n)
-      : FusedKernel(n, n.args[1].value && (n.args[1].value->is_input || n.args[1].value->constant)) {}
+  // Parameters, buffers and constants keep their values between calls: pack them once.
+  explicit ConvKernel(const Node& n) : FusedKernel(n, long_lived(n.args[1].value)) {}
 
  private:
   at::Tensor reference(const Stack& stack) const override {
@@ -116,42 +120,45 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     }
     const bool sum_in_place = in_place.defined();
 
-    std::vector<at::Tensor> shape_of = {x, prepack_ ? at::Tensor() : w, bias};
+    const bool cached = cache_pack(w, bias, bn);
+    std::vector<at::Tensor> shape_of = {x, w, bias};
     for (const auto& t : operands) shape_of.push_back(t);
-    std::string key = signature(shape_of, sum_in_place) + (prepack_ ? signature({w}, true) : "");
-    auto e = entry(key, [&] { return build(x, w, bias, !bn.empty(), out, pad_l, pad_r, dil, strides, operands, sum_in_place); });
-
-    // Input: as it is when the primitive reads that layout, else reordered into the one it picked.
-    memory src_mem = as_memory(x, e->src_plain);
-    at::Tensor src_buf;
-    if (e->src_reorder) {  // built once per signature, like the primitive
-      src_buf = alloc_for(e->pd.src_desc());
-      memory to(e->pd.src_desc(), cpu_engine(), src_buf.mutable_data_ptr());
-      dnnl::stream& s = thread_stream();
-      e->src_reorder->execute(s, src_mem, to);
-      s.wait();
-      src_mem = to;
-    }
-    at::Tensor dst = sum_in_place ? in_place : empty_cl(out, x.options());
-    std::unordered_map<int, memory> args;
-    args[DNNL_ARG_SRC] = src_mem;
-    args[DNNL_ARG_DST] = as_dst_memory(dst, e->pd.dst_desc());
-    std::shared_ptr<const PackedWeights> packed;
-    at::Tensor w_hold, b_hold;  // keep copies alive until execute() returns
-    if (prepack_) {
-      packed = packed_weights(*e, w, bias, bn, [&](const at::Tensor& wt, bool) { return weight_plain(wt); });
-      args[DNNL_ARG_WEIGHTS] = memory(e->pd.weights_desc(), cpu_engine(), const_cast<void*>(packed->weight.const_data_ptr()));
-      if (packed->bias.defined()) args[DNNL_ARG_BIAS] = as_memory(packed->bias, e->bias_md);
-    } else {
-      w_hold = w.contiguous();
-      args[DNNL_ARG_WEIGHTS] = as_memory(w_hold, e->w_plain);
-      if (bias.defined()) args[DNNL_ARG_BIAS] = as_memory(b_hold = bias.contiguous(), e->bias_md);
-    }
-    for (const auto& [i, d] : e->binary)
-      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = as_memory(operands[i], d);
-    execute(e->prim, e->pd, args);
-    if (!out_cl) dst = dst.contiguous();
-    finish(stack, dst);
+    std::string key = signature(shape_of, sum_in_place) + (cached ? "c" : "p");
+    auto e = entry(key, [&] { return build(x, w, bias, !bn.empty(), out, pad_l, pad_r, dil, strides, operands, sum_in_place); },
+                   cached ? "weight packed once" : "weight reordered every call (" + per_call_reason() + ")");
+    auto run_once = [&](bool scratch) {
+      // Input: as it is when the primitive reads that layout, else reordered into the one it picked.
+      memory src_mem = as_memory(x, e->src_plain);
+      at::Tensor src_buf;
+      if (e->src_reorder) {  // built once per signature, like the primitive
+        src_buf = alloc_for(e->pd.src_desc());
+        memory to(e->pd.src_desc(), cpu_engine(), src_buf.mutable_data_ptr());
+        dnnl::stream& s = thread_stream();
+        e->src_reorder->execute(s, src_mem, to);
+        s.wait();
+        src_mem = to;
+      }
+      at::Tensor dst = !sum_in_place ? empty_cl(out, x.options()) : scratch ? in_place.clone() : in_place;
+      std::unordered_map<int, memory> args;
+      args[DNNL_ARG_SRC] = src_mem;
+      args[DNNL_ARG_DST] = as_dst_memory(dst, e->pd.dst_desc());
+      std::shared_ptr<const PackedWeights> packed;
+      at::Tensor b_hold;  // keeps a per-call bias alive until execute() returns
+      if (cached) {
+        packed = packed_weights(*e, w, bias, bn, [&](const at::Tensor& wt, bool) { return weight_plain(wt); });
+        args[DNNL_ARG_WEIGHTS] = memory(e->pd.weights_desc(), cpu_engine(), const_cast<void*>(packed->weight.const_data_ptr()));
+        if (packed->bias.defined()) args[DNNL_ARG_BIAS] = as_memory(packed->bias, e->bias_md);
+      } else {
+        auto [wt, bt] = folded(w, bias, bn);
+        args[DNNL_ARG_WEIGHTS] = reorder_to_thread_buffer(wt, weight_plain(wt), e->pd.weights_desc());
+        if (bt.defined()) args[DNNL_ARG_BIAS] = as_memory(b_hold = bt.contiguous(), e->bias_md);
+      }
+      for (const auto& [i, d] : e->binary)
+        args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = as_memory(operands[i], d);
+      execute(e->prim, e->pd, args);
+      return out_cl ? dst : dst.contiguous();
+    };
+    finish(stack, choose(*e, stack, run_once));
   }
 
   // oneDNN's weight dims/strides for torch's weight: grouped weights gain a leading G dim;
@@ -183,12 +190,12 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     auto dt = dtype_of(x.scalar_type());
     auto e = std::make_shared<ConvEntry>();
     e->src_plain = plain_desc(x);
-    e->w_plain = weight_plain(prepack_ ? w : w.contiguous());
+    const memory::desc w_plain = weight_plain(w);
     using tag = memory::format_tag;
     // Channels-last input: read it as it is. Otherwise let oneDNN choose (and reorder into it).
     memory::desc src_md = channels_last(x) ? e->src_plain : memory::desc(dims_of(x.sizes()), dt, tag::any);
     memory::desc dst_md(out, dt, nd == 3 ? tag::nwc : nd == 4 ? tag::nhwc : tag::ndhwc);
-    memory::desc w_md = prepack_ ? memory::desc(e->w_plain.get_dims(), e->w_plain.get_data_type(), tag::any) : e->w_plain;
+    memory::desc w_md(w_plain.get_dims(), w_plain.get_data_type(), tag::any);
     memory::desc bias_md;
     if (bias.defined() || folded) bias_md = memory::desc({out[1]}, bias.defined() ? dtype_of(bias.scalar_type()) : dt, tag::a);
     PostOpArgs po = build_post_ops(f_, operands, sum_in_place, nd);

@@ -1,9 +1,28 @@
 // What both oneDNN kernels (conv, matmul) share: the node's FusedOp, run() with its ATen
-// fallback, one cached primitive entry per concrete call signature, and the
-// version-checked packing of parameter weights (with BatchNorm folded in).
+// fallback, one cached primitive entry per concrete call signature, the version-checked
+// packing of long-lived weights (with BatchNorm folded in), and what explain() reports.
+//
+// A weight is packed once and cached only when it is long-lived (a parameter, buffer or
+// constant) and all its sources can carry a write guard. Any other weight (computed in the
+// graph, a user input, a backward graph's saved tensor, shared or mapped memory, or one that
+// was re-packed at several calls in a row) changes between calls: the kernels use the same
+// cached primitive and hand it the weight as it is (matmul) or reordered into a per-thread
+// buffer (conv), never packing into a new tensor or building a primitive per call.
+//
+// Never slower than eager: at a signature's first call the kernel times its oneDNN path
+// against eager's ATen ops for the same computation (two runs each, on this call's inputs,
+// into scratch outputs) and keeps ATen only if it is clearly faster; the call returns the
+// chosen path's result, so every call of a signature comes from one path. A node measures
+// at most kMaxMeasured signatures (a decoding loop's growing shapes then inherit the last
+// choice). FXCPP_KERNEL_CHOICE=onednn|aten forces one path (tests).
 #pragma once
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,16 +34,25 @@
 
 namespace fxcpp::onednn {
 
-// Entry: a kernel's per-signature primitive, with `pd` and `std::shared_ptr<const PackedWeights> packed`.
+// Which path a signature runs.
+enum Choice : int { kUndecided = -1, kOnednn = 0, kAten = 1 };
+
+// Entry: a kernel's per-signature primitive, with `pd`, `std::shared_ptr<const PackedWeights>
+// packed`, `std::string impl` and `std::atomic<int> choice` (a Choice).
 template <typename Entry>
 class FusedKernel : public Kernel {
  public:
-  FusedKernel(const Node& n, bool prepack) : f_(*n.fused), name_(n.name), prepack_(prepack) {}
+  FusedKernel(const Node& n, bool long_lived_weight)
+      : f_(*n.fused), name_(n.name), long_lived_(long_lived_weight), per_call_why_(why_per_call(n)),
+        forced_(forced_choice()) {}
   const char* kind() const override { return "onednn"; }
 
   void run(Stack& stack) const final {
     // oneDNN cannot run an empty dimension (a K = 0 matmul must still give bias + post-ops of zeros).
-    if (stack[0].toTensor().numel() == 0 || stack[1].toTensor().numel() == 0) return finish(stack, reference(stack));
+    if (stack[0].toTensor().numel() == 0 || stack[1].toTensor().numel() == 0) {
+      note("aten: an empty dimension (oneDNN cannot run it)");
+      return finish(stack, reference(stack));
+    }
     try {
       run_onednn(stack);
     } catch (const dnnl::error& e) {
@@ -32,8 +60,17 @@ class FusedKernel : public Kernel {
       std::call_once(warned_, [&] {
         TORCH_WARN("fxcpp: node '", name_, "': oneDNN refused the primitive (", e.what(), "); it runs as ATen ops");
       });
+      note(std::string("aten: oneDNN refused the primitive (") + e.what() + ")");
       finish(stack, reference(stack));
     }
+  }
+
+  // What ran, one line per distinct choice made so far: "onednn <impl>, weight ..." or "aten: <why>".
+  std::string describe() const override {
+    std::lock_guard<std::mutex> lk(mu_);
+    std::string out;
+    for (const auto& s : notes_) out += (out.empty() ? "" : " | ") + s;
+    return out;
   }
 
  protected:
@@ -53,10 +90,64 @@ class FusedKernel : public Kernel {
     return bn;
   }
 
+  // Whether this call's weight may be packed once and cached: it is long-lived, every source
+  // can be guarded against writes (else a cached pack could go stale unseen), and it has not
+  // been re-packed at kVolatile calls in a row (a training loop: then it is handled per call).
+  bool cache_pack(const at::Tensor& w, const at::Tensor& bias, const std::vector<at::Tensor>& bn) const {
+    if (!long_lived_ || volatile_.load() || !guardable(w) || (bias.defined() && !guardable(bias))) return false;
+    return std::all_of(bn.begin(), bn.end(), [](const at::Tensor& t) { return guardable(t); });
+  }
+
+  // Why a weight is not cached, for explain().
+  std::string per_call_reason() const {
+    if (!long_lived_) return per_call_why_;
+    return volatile_.load() ? "it changed at " + std::to_string(kVolatile) + " calls in a row"
+                            : "its storage cannot be write-guarded";
+  }
+
+  // This call's output, from the path chosen for the entry's signature (see the top of the
+  // file). `run_once(scratch)` runs the oneDNN path and returns its output; with scratch it
+  // must not write into any input (an in-place sum accumulates into a copy).
+  template <typename RunOnce>
+  at::Tensor choose(Entry& e, const Stack& stack, RunOnce&& run_once) const {
+    int c = e.choice.load();
+    if (c == kUndecided && forced_ != kUndecided) c = forced_;
+    if (c == kUndecided && measured_.load() >= kMaxMeasured) c = last_choice_.load();
+    if (c != kUndecided) {
+      if (e.choice.exchange(c) == kUndecided)  // the signature's first call: say why
+        note(c == kOnednn ? e.impl_note
+                          : forced_ == kAten ? "aten: FXCPP_KERNEL_CHOICE=aten" : "aten: as measured for an earlier shape");
+      if (c == kOnednn) return run_once(false);
+      drop_pack(e);
+      return reference(stack);
+    }
+    using clock = std::chrono::steady_clock;
+    auto timed = [](auto&& f) {
+      auto t0 = clock::now();
+      f();
+      return std::chrono::duration<double, std::micro>(clock::now() - t0).count();
+    };
+    at::Tensor mine, eager;
+    double t_mine = std::numeric_limits<double>::infinity(), t_eager = t_mine;
+    for (int i = 0; i < 2; ++i) t_mine = std::min(t_mine, timed([&] { mine = run_once(true); }));
+    for (int i = 0; i < 2; ++i) t_eager = std::min(t_eager, timed([&] { eager = reference(stack); }));
+    const bool aten = t_eager < 0.9 * t_mine;
+    e.choice.store(aten ? kAten : kOnednn);
+    last_choice_.store(aten ? kAten : kOnednn);
+    ++measured_;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "measured %.0f us vs eager's %.0f us", t_mine, t_eager);
+    note(aten ? std::string("aten: eager's ops were faster, ") + buf + " (" + e.impl + ")" : e.impl_note + "; " + buf);
+    if (aten) drop_pack(e);
+    return aten ? eager : mine;
+  }
+
   // The entry for `key`, made by `build()` at the signature's first call (outside the lock:
-  // concurrent first calls may both build, one wins).
+  // concurrent first calls may both build, one wins). A primitive whose implementation is
+  // oneDNN's reference one (`ref:*`, orders of magnitude slower) is not used: that signature
+  // runs the ATen path (use_reference).
   template <typename Build>
-  std::shared_ptr<Entry> entry(const std::string& key, Build&& build) const {
+  std::shared_ptr<Entry> entry(const std::string& key, Build&& build, const std::string& weight_note) const {
     {
       std::lock_guard<std::mutex> lk(mu_);
       auto it = cache_.find(key);
@@ -64,6 +155,12 @@ class FusedKernel : public Kernel {
     }
     std::shared_ptr<Entry> e = build();
     ++stats().primitives;
+    e->impl = e->pd.impl_info_str();
+    e->impl_note = "onednn " + e->impl + ", " + weight_note;
+    if (e->impl.find("ref:") != std::string::npos) {  // "ref:any", or a deconv on "conv:any+ref:any"
+      e->choice.store(kAten);
+      note("aten: oneDNN offers only its reference implementation (" + e->impl + ")");
+    }
     std::lock_guard<std::mutex> lk(mu_);
     return cache_.emplace(key, std::move(e)).first->second;
   }
@@ -78,14 +175,18 @@ class FusedKernel : public Kernel {
     sources.insert(sources.end(), bn.begin(), bn.end());
     {
       std::lock_guard<std::mutex> lk(mu_);
-      if (e.packed && stamps_match(e.packed->stamps, sources)) return e.packed;
+      if (e.packed && stamps_match(e.packed->stamps, sources)) {
+        repacks_in_a_row_ = 0;
+        return e.packed;
+      }
+      // A weight that changes at every call (a training loop) is better handled per call:
+      // no new allocation, no write guard to copy it at the optimizer's step.
+      if (e.packed && ++repacks_in_a_row_ >= kVolatile) volatile_.store(true);
     }
     // Built outside the lock; concurrent re-packs may both build, the last one wins.
     auto p = std::make_shared<PackedWeights>();
     p->stamps = stamps_of(sources);
-    at::Tensor wt = w, bt = bias;
-    // Output channels are dim 0 for both: conv [OC, IC/G, k..] and a Linear's [N, K].
-    if (!bn.empty()) std::tie(wt, bt) = fold_batchnorm(w, bias, bn[0], bn[1], bn[2], bn[3], f_.bn_eps, 0);
+    auto [wt, bt] = folded(w, bias, bn);
     p->weight = reorder_to(wt, user_desc(wt, !bn.empty()), e.pd.weights_desc());
     if (bt.defined()) p->bias = bt.contiguous();
     ++stats().packs;
@@ -95,14 +196,56 @@ class FusedKernel : public Kernel {
     return cp;
   }
 
+  // The weight and bias with the node's BatchNorm folded in (as they are without one).
+  std::pair<at::Tensor, at::Tensor> folded(const at::Tensor& w, const at::Tensor& bias,
+                                           const std::vector<at::Tensor>& bn) const {
+    // Output channels are dim 0 for both: conv [OC, IC/G, k..] and a Linear's [N, K].
+    if (bn.empty()) return {w, bias};
+    return fold_batchnorm(w, bias, bn[0], bn[1], bn[2], bn[3], f_.bn_eps, 0);
+  }
+
   const FusedOp f_;
   const std::string name_;
-  const bool prepack_;  // the weight is a parameter (graph input) or constant: pack it once
+  const bool long_lived_;  // the weight is a static input (parameter, buffer) or a constant
 
  private:
+  static constexpr int kMaxMeasured = 4;
+  static constexpr int kVolatile = 3;
+
+  static int forced_choice() {
+    const char* v = std::getenv("FXCPP_KERNEL_CHOICE");
+    if (!v) return kUndecided;
+    const std::string s = v;
+    return s == "onednn" ? kOnednn : s == "aten" ? kAten : kUndecided;
+  }
+
+  // An entry that runs ATen keeps no packed copy of the weight.
+  void drop_pack(Entry& e) const {
+    std::lock_guard<std::mutex> lk(mu_);
+    e.packed.reset();
+  }
+
+  static std::string why_per_call(const Node& n) {
+    const Value* w = n.args.size() > 1 ? n.args[1].value : nullptr;
+    if (w && w->producer) return "computed in the graph";
+    if (w && w->is_input) return "an input that can change between calls";
+    return "not a parameter";
+  }
+
+  void note(const std::string& s) const {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (std::find(notes_.begin(), notes_.end(), s) == notes_.end()) notes_.push_back(s);
+  }
+
+  const std::string per_call_why_;
+  const int forced_;
+  mutable std::atomic<int> measured_{0}, last_choice_{kUndecided};
+  mutable std::atomic<bool> volatile_{false};
+  mutable int repacks_in_a_row_ = 0;  // under mu_
   mutable std::once_flag warned_;
   mutable std::mutex mu_;
   mutable std::unordered_map<std::string, std::shared_ptr<Entry>> cache_;
+  mutable std::vector<std::string> notes_;
 };
 
 }  // namespace fxcpp::onednn

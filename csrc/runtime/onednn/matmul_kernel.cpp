@@ -1,8 +1,12 @@
 // onednn::matmul: Linear / addmm / mm / bmm with bias, folded BatchNorm and a post-op
 // chain, on oneDNN's matmul primitive. One primitive per concrete call signature, built
-// at its first call; a weight that is a graph input (a parameter) is reordered once into
-// the layout the primitive prefers and re-packed only when that tensor changes.
+// at its first call; a long-lived 2-d weight (a parameter) is reordered once into the
+// layout the primitive prefers and re-packed only when that tensor changes. Any other
+// weight is read where it lies: measured on oneDNN 3.2 (brgemm), reading a plain [K, N] or
+// [N, K] weight is never slower than reordering it at every call.
 #include <ATen/ops/empty.h>
+
+#include <atomic>
 
 #include "runtime/onednn/fused_kernel.h"
 #include "runtime/onednn/reference.h"
@@ -14,6 +18,8 @@ namespace {
 struct MatmulEntry {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul prim;
+  std::string impl, impl_note;
+  std::atomic<int> choice{kUndecided};  // oneDNN or ATen, decided at the signature's first call
   std::vector<std::pair<int, memory::desc>> binary;
   Dims wd, ws;                                  // the logical [.., K, N] weight as the user's tensor lies
   std::shared_ptr<const PackedWeights> packed;  // swapped under the kernel's lock when a source changes
@@ -21,11 +27,11 @@ struct MatmulEntry {
 
 class MatmulKernel final : public FusedKernel<MatmulEntry> {
  public:
-  // Parameters (graph inputs) and constants keep their values between calls: pack them once.
-  explicit MatmulKernel(const Node& n) : FusedKernel(n, is_parameter_2d(n.args[1].value)) {}
+  // Parameters, buffers and constants keep their values between calls: pack them once.
+  explicit MatmulKernel(const Node& n) : FusedKernel(n, long_lived_2d(n.args[1].value)) {}
 
  private:
-  static bool is_parameter_2d(const Value* w) { return w && (w->is_input || w->constant) && w->meta && w->meta->dim() == 2; }
+  static bool long_lived_2d(const Value* w) { return long_lived(w) && w->meta && w->meta->dim() == 2; }
 
   at::Tensor reference(const Stack& stack) const override { return reference_matmul(f_, stack); }
 
@@ -41,7 +47,13 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     }
     // oneDNN's matmul reads row- or column-major operands; anything else is copied once here.
     if (!matmul_friendly(src)) src = src.contiguous();
-    const at::Tensor w = matmul_friendly(w_in) ? w_in : w_in.contiguous();
+    const at::Tensor w0 = matmul_friendly(w_in) ? w_in : w_in.contiguous();
+    const std::vector<at::Tensor> bn = bn_tensors(stack);
+    const bool cached = cache_pack(w0, bias, bn);
+    // Read where it lies unless cached; a BatchNorm is then folded at this call.
+    at::Tensor w = w0, b_run = bias;
+    if (!cached && !bn.empty()) std::tie(w, b_run) = folded(w0, bias, bn);
+    if (!cached && b_run.defined()) b_run = b_run.contiguous();
     const int64_t nd = src.dim();  // 2 or 3
     // The logical weight [.., K, N]: a Linear's [N, K] weight read transposed through its strides.
     Dims wd = dims_of(w.sizes()), ws = dims_of(w.strides());
@@ -54,8 +66,6 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     dst_dims[nd - 1] = N;
     if (f_.flatten_src) out_shape.back() = N;
     else out_shape = std::vector<int64_t>(dst_dims.begin(), dst_dims.end());
-
-    const std::vector<at::Tensor> bn = bn_tensors(stack);
 
     // Post-op operands, viewed into the [.., M, N] domain oneDNN sees.
     std::vector<at::Tensor> operands(f_.post_ops.size());
@@ -72,34 +82,35 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     }
     const bool sum_in_place = in_place.defined();
 
-    std::vector<at::Tensor> shape_of = {src, prepack_ ? at::Tensor() : w, bias};
+    std::vector<at::Tensor> shape_of = {src, w, bias};
     for (const auto& t : operands) shape_of.push_back(t);
-    std::string key = signature(shape_of, sum_in_place) + (prepack_ ? signature({w}, true) : "");
-    std::shared_ptr<MatmulEntry> e = entry(key, [&] {
-      return build(src, wd, ws, w.scalar_type(), bias, !bn.empty(), operands, sum_in_place, dst_dims);
-    });
-
-    at::Tensor dst = sum_in_place ? in_place : at::empty(dst_dims, src.options());
-    std::unordered_map<int, memory> args;
-    args[DNNL_ARG_SRC] = as_memory(src, e->pd.src_desc());
-    args[DNNL_ARG_DST] = as_dst_memory(dst, e->pd.dst_desc());
-    std::shared_ptr<const PackedWeights> packed;
-    if (prepack_) {
-      packed = packed_weights(*e, w, bias, bn, [&](const at::Tensor& wt, bool folded) {
-        // A folded weight is a fresh contiguous [N, K] tensor: read it transposed through its strides.
-        return plain_desc(wt, e->wd, folded ? swapped_strides(wt, 2) : e->ws);
-      });
-      args[DNNL_ARG_WEIGHTS] = memory(e->pd.weights_desc(), cpu_engine(), const_cast<void*>(packed->weight.const_data_ptr()));
-      if (packed->bias.defined()) args[DNNL_ARG_BIAS] = as_memory(packed->bias, e->pd.bias_desc());
-    } else {
-      // fold_batchnorm only fires on packed weights (graph inputs), so nothing to fold here.
-      args[DNNL_ARG_WEIGHTS] = as_memory(w, plain_desc(w, wd, ws));
-      if (bias.defined()) args[DNNL_ARG_BIAS] = as_memory(bias, e->pd.bias_desc());
-    }
-    for (const auto& [i, d] : e->binary)
-      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = as_memory(operands[i], d);
-    execute(e->prim, e->pd, args);
-    finish(stack, dst.view(out_shape));
+    std::string key = signature(shape_of, sum_in_place) + (cached ? "c" : "p");
+    std::shared_ptr<MatmulEntry> e = entry(
+        key, [&] { return build(src, wd, ws, w.scalar_type(), bias, !bn.empty(), operands, sum_in_place, dst_dims, cached); },
+        cached ? "weight packed once" : "weight read in place (" + per_call_reason() + ")");
+    auto run_once = [&](bool scratch) {
+      at::Tensor dst = !sum_in_place ? at::empty(dst_dims, src.options()) : scratch ? in_place.clone() : in_place;
+      std::unordered_map<int, memory> args;
+      args[DNNL_ARG_SRC] = as_memory(src, e->pd.src_desc());
+      args[DNNL_ARG_DST] = as_dst_memory(dst, e->pd.dst_desc());
+      std::shared_ptr<const PackedWeights> packed;
+      if (cached) {
+        packed = packed_weights(*e, w, bias, bn, [&](const at::Tensor& wt, bool folded) {
+          // A folded weight is a fresh contiguous [N, K] tensor: read it transposed through its strides.
+          return plain_desc(wt, e->wd, folded ? swapped_strides(wt, 2) : e->ws);
+        });
+        args[DNNL_ARG_WEIGHTS] = memory(e->pd.weights_desc(), cpu_engine(), const_cast<void*>(packed->weight.const_data_ptr()));
+        if (packed->bias.defined()) args[DNNL_ARG_BIAS] = as_memory(packed->bias, e->pd.bias_desc());
+      } else {
+        args[DNNL_ARG_WEIGHTS] = as_memory(w, plain_desc(w, wd, ws));
+        if (b_run.defined()) args[DNNL_ARG_BIAS] = as_memory(b_run, e->pd.bias_desc());
+      }
+      for (const auto& [i, d] : e->binary)
+        args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = as_memory(operands[i], d);
+      execute(e->prim, e->pd, args);
+      return dst.view(out_shape);
+    };
+    finish(stack, choose(*e, stack, run_once));
   }
 
   static bool matmul_friendly(const at::Tensor& t) { return t.is_contiguous() || t.transpose(-1, -2).is_contiguous(); }
@@ -124,11 +135,11 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
 
   std::shared_ptr<MatmulEntry> build(const at::Tensor& src, const Dims& wd, const Dims& ws, c10::ScalarType wtype,
                                      const at::Tensor& bias, bool folded, const std::vector<at::Tensor>& operands,
-                                     bool sum_in_place, const Dims& dst_dims) const {
+                                     bool sum_in_place, const Dims& dst_dims, bool cached) const {
     const int64_t nd = src.dim();
     auto dt = dtype_of(src.scalar_type());
     memory::desc src_md = plain_desc(src);
-    memory::desc w_md = prepack_ ? memory::desc(wd, dtype_of(wtype), memory::format_tag::any) : memory::desc(wd, dtype_of(wtype), ws);
+    memory::desc w_md = cached ? memory::desc(wd, dtype_of(wtype), memory::format_tag::any) : memory::desc(wd, dtype_of(wtype), ws);
     memory::desc dst_md = memory::desc(dst_dims, dt, nd == 2 ? memory::format_tag::ab : memory::format_tag::abc);
     memory::desc bias_md;
     if (bias.defined() || folded) {

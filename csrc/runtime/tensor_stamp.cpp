@@ -1,0 +1,70 @@
+#include "runtime/tensor_stamp.h"
+
+#include <ATen/ops/from_blob.h>
+#include <c10/core/impl/COW.h>
+
+#include <mutex>
+
+namespace fxcpp {
+
+namespace {
+
+// Turning a storage copy-on-write rewrites its DataPtr: two threads must never do it at once.
+std::mutex& guard_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+c10::intrusive_ptr<c10::StorageImpl> cow_guard(const at::Tensor& t) {
+  if (!t.device().is_cpu() || !t.has_storage()) return {};
+  std::lock_guard<std::mutex> lk(guard_mutex());
+  return c10::impl::cow::lazy_clone_storage(*t.storage().unsafeGetStorageImpl());
+}
+
+}  // namespace
+
+bool guardable(const at::Tensor& t) {
+  if (!t.device().is_cpu() || !t.has_storage()) return false;
+  const c10::StorageImpl& s = *t.storage().unsafeGetStorageImpl();
+  return c10::impl::cow::has_simple_data_ptr(s) || c10::impl::cow::is_cow_data_ptr(s.data_ptr());
+}
+
+bool is_cow(const at::Tensor& t) {
+  return t.defined() && t.has_storage() && c10::impl::cow::is_cow_data_ptr(t.storage().data_ptr());
+}
+
+at::Tensor non_owning_view(const at::Tensor& t) {
+  return at::from_blob(const_cast<void*>(t.const_data_ptr()), t.sizes(), t.strides(), t.options());
+}
+
+TensorStamp TensorStamp::of(const at::Tensor& t) {
+  TensorStamp s;
+  s.guard = cow_guard(t);  // first: reading t below must not be a write
+  s.impl.emplace(t.getIntrusivePtr());
+  s.version = t.unsafeGetTensorImpl()->version_counter().current_version();
+  s.data = t.const_data_ptr();
+  return s;
+}
+
+bool TensorStamp::matches(const at::Tensor& t) const {
+  // A live weak reference keeps the TensorImpl's memory, and the guard keeps the old bytes,
+  // so neither address can be reused by a new tensor. const_data_ptr: reading never copies.
+  return guard && impl && impl->_unsafe_get_target() == t.unsafeGetTensorImpl() && !impl->expired() &&
+         version == t.unsafeGetTensorImpl()->version_counter().current_version() && data == t.const_data_ptr();
+}
+
+std::vector<TensorStamp> stamps_of(const std::vector<at::Tensor>& ts) {
+  std::vector<TensorStamp> s;
+  s.reserve(ts.size());
+  for (const auto& t : ts) s.push_back(t.defined() ? TensorStamp::of(t) : TensorStamp{});
+  return s;
+}
+
+bool stamps_match(const std::vector<TensorStamp>& s, const std::vector<at::Tensor>& ts) {
+  if (s.size() != ts.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (ts[i].defined() ? !s[i].matches(ts[i]) : s[i].data != nullptr) return false;
+  return true;
+}
+
+}  // namespace fxcpp

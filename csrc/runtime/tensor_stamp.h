@@ -1,0 +1,42 @@
+// What a kept result (a packed weight, a cached parameter-derived value) was computed from:
+// the identity, version and memory of each source tensor, so a later call can tell whether
+// any source changed since.
+//
+// A parameter changed in place (version bump), replaced (new TensorImpl) or re-pointed (data
+// pointer) is seen. Writes that move no version counter (`w.data.mul_()`, numpy) are seen
+// through `guard`, a copy-on-write clone of the source's storage: while it lives, any write
+// to the source, through any alias, first copies the source to new memory (PyTorch's COW
+// storage), so the data pointer no longer matches. The guard shares the bytes: no extra
+// memory until a write. A storage that cannot be guarded (shared memory, mmap, numpy-owned)
+// never matches: what was computed from it is recomputed at every call.
+#pragma once
+#include <ATen/core/Tensor.h>
+#include <c10/core/StorageImpl.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <optional>
+#include <vector>
+
+namespace fxcpp {
+
+struct TensorStamp {
+  std::optional<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>> impl;
+  uint32_t version = 0;
+  const void* data = nullptr;
+  c10::intrusive_ptr<c10::StorageImpl> guard;  // null: unguarded
+  static TensorStamp of(const at::Tensor& t);
+  bool matches(const at::Tensor& t) const;
+};
+// Whether a tensor's writes can all be seen (its storage can carry a copy-on-write guard).
+bool guardable(const at::Tensor& t);
+// Whether a tensor's storage is copy-on-write now (guarded, or a lazy clone).
+bool is_cow(const at::Tensor& t);
+// A tensor over t's memory that does not own it (and is not copy-on-write): for an op that
+// takes a writable pointer to an input it only reads, which would copy a guarded tensor.
+// The caller keeps t alive while it is used.
+at::Tensor non_owning_view(const at::Tensor& t);
+// Undefined tensors stamp as empty and match only an undefined tensor.
+bool stamps_match(const std::vector<TensorStamp>& s, const std::vector<at::Tensor>& ts);
+std::vector<TensorStamp> stamps_of(const std::vector<at::Tensor>& ts);
+
+}  // namespace fxcpp
