@@ -108,10 +108,13 @@ def run_case(spec, batch, dtype_name, device, configs, args) -> list[dict]:
         for cfg in configs:
             rec = dict(base, config=cfg.name, status="ok", error=None, accuracy_ok=None, kernel_counts=None)
             records.append(rec)
+            # Each configuration runs its own copy: interleaved calls then share no parameter
+            # (an eager op that copies a parameter fxcpp write-guards would slow both).
+            own = copy.deepcopy(model)
             try:
                 torch._dynamo.reset()
                 graphs = []
-                fn = cfg.compile(lambda *a: suite.call(spec, model, a))
+                fn = cfg.compile(lambda *a, m=own: suite.call(spec, m, a))
                 # Cold only when this process has not compiled the model before; see isolated.py.
                 out, rec["compile_s_cold"] = first_call(cfg, fn, inputs, device, graphs)
                 if cfg.name.startswith("fxcpp"):
@@ -119,7 +122,7 @@ def run_case(spec, batch, dtype_name, device, configs, args) -> list[dict]:
 
                     rec["kernel_counts"] = Report(graphs).kernel_counts
                 torch._dynamo.reset()  # warm: Dynamo starts over, on-disk caches stay
-                fn = cfg.compile(lambda *a: suite.call(spec, model, a))
+                fn = cfg.compile(lambda *a, m=own: suite.call(spec, m, a))
                 out, rec["compile_s_warm"] = first_call(cfg, fn, inputs, device)
             except Exception as e:  # noqa: BLE001 - a configuration that fails is reported, not fatal
                 rec.update(status="compile_error", error=f"{type(e).__name__}: {str(e).splitlines()[0][:300]}")

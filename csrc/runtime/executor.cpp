@@ -214,7 +214,17 @@ std::vector<c10::IValue> Executable::execute(std::vector<c10::IValue> inputs, st
       std::lock_guard<std::mutex> lk(static_mu_);
       cached = static_values_;
     }
-    if (cached && !stamps_match(cached->stamps, sources)) cached = nullptr;
+    if (cached && !stamps_match(cached->stamps, sources)) {
+      // Sources copied by an op that only read them keep their values: stamp them again.
+      auto again = std::make_shared<StaticValues>(*cached);
+      if (restamp(again->stamps, sources)) {
+        std::lock_guard<std::mutex> lk(static_mu_);
+        static_values_ = again;
+        cached = again;
+      } else {
+        cached = nullptr;
+      }
+    }
     if (cached) {
       for (size_t k = 0; k < static_.frontier.size(); ++k) frame[static_.frontier[k]] = cached->values[k];
     } else {

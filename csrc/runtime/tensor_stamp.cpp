@@ -3,6 +3,7 @@
 #include <ATen/ops/from_blob.h>
 #include <c10/core/impl/COW.h>
 
+#include <cstring>
 #include <mutex>
 
 namespace fxcpp {
@@ -51,6 +52,25 @@ bool TensorStamp::matches(const at::Tensor& t) const {
   // so neither address can be reused by a new tensor. const_data_ptr: reading never copies.
   return guard && impl && impl->_unsafe_get_target() == t.unsafeGetTensorImpl() && !impl->expired() &&
          version == t.unsafeGetTensorImpl()->version_counter().current_version() && data == t.const_data_ptr();
+}
+
+bool TensorStamp::moved_unchanged(const at::Tensor& t) const {
+  if (!guard || !impl || impl->_unsafe_get_target() != t.unsafeGetTensorImpl() || impl->expired() ||
+      version != t.unsafeGetTensorImpl()->version_counter().current_version() || !t.has_storage())
+    return false;
+  const c10::StorageImpl& now = *t.storage().unsafeGetStorageImpl();
+  const size_t n = now.nbytes();
+  return n == guard->nbytes() && (n == 0 || std::memcmp(now.data_ptr().get(), guard->data_ptr().get(), n) == 0);
+}
+
+bool restamp(std::vector<TensorStamp>& s, const std::vector<at::Tensor>& ts) {
+  if (s.size() != ts.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (!ts[i].defined() ? s[i].data == nullptr : s[i].matches(ts[i])) continue;
+    if (!ts[i].defined() || !s[i].moved_unchanged(ts[i])) return false;
+    s[i] = TensorStamp::of(ts[i]);
+  }
+  return true;
 }
 
 std::vector<TensorStamp> stamps_of(const std::vector<at::Tensor>& ts) {

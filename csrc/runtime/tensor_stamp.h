@@ -26,6 +26,9 @@ struct TensorStamp {
   c10::intrusive_ptr<c10::StorageImpl> guard;  // null: unguarded
   static TensorStamp of(const at::Tensor& t);
   bool matches(const at::Tensor& t) const;
+  // t moved to new memory with the same bytes: an op that copied it only to read it (same
+  // tensor, same version; compared with the guard's copy of the old bytes).
+  bool moved_unchanged(const at::Tensor& t) const;
 };
 // Whether a tensor's writes can all be seen (its storage can carry a copy-on-write guard).
 bool guardable(const at::Tensor& t);
@@ -38,5 +41,8 @@ at::Tensor non_owning_view(const at::Tensor& t);
 // Undefined tensors stamp as empty and match only an undefined tensor.
 bool stamps_match(const std::vector<TensorStamp>& s, const std::vector<at::Tensor>& ts);
 std::vector<TensorStamp> stamps_of(const std::vector<at::Tensor>& ts);
+// Stamps that still describe ts once each moved-but-unchanged source is stamped again; false
+// when a source really changed (then what was computed from them must be recomputed).
+bool restamp(std::vector<TensorStamp>& s, const std::vector<at::Tensor>& ts);
 
 }  // namespace fxcpp

@@ -176,3 +176,25 @@ def test_a_weight_changed_at_every_call_stops_being_cached(monkeypatch):
     assert _stats()[0] == packs
     notes = [n for g in graphs for n in g.single.exe.step_notes() if n]
     assert any("changed at 3 calls in a row" in n for n in notes), notes
+
+
+def test_eager_reads_that_copy_a_guarded_parameter_cost_no_recompute(monkeypatch):
+    """Eager's _weight_norm_interface takes a writable pointer to v, which copies a write-guarded
+    v: same bytes in new memory. The compiled model compares the bytes with its guard's copy and
+    keeps its computed, packed weight; a real write is still seen."""
+    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")
+    torch.manual_seed(0)
+    model = weight_norm(nn.Conv1d(16, 16, 5, padding=2), dim=2).eval()
+    x = torch.randn(2, 16, 20)
+    compiled = torch.compile(model, backend="fxcpp")
+    with torch.no_grad():
+        compiled(x)
+        compiled(x)
+        packs = _stats()[0]
+        for _ in range(3):
+            ref = model(x)  # eager, interleaved: moves v to new memory each time
+            assert_same(ref, compiled(x))
+        assert _stats()[0] == packs
+        model.parametrizations.weight.original1.data.mul_(2)  # a real write, through .data
+        assert_same(model(x), compiled(x))
+    assert _stats()[0] > packs

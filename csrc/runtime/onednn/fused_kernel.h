@@ -179,6 +179,16 @@ class FusedKernel : public Kernel {
         repacks_in_a_row_ = 0;
         return e.packed;
       }
+      // A source copied by an op that only read it: same bytes, so the pack still holds.
+      if (e.packed) {
+        std::vector<TensorStamp> st = e.packed->stamps;
+        if (restamp(st, sources)) {
+          auto p = std::make_shared<PackedWeights>(*e.packed);
+          p->stamps = std::move(st);
+          e.packed = p;
+          return e.packed;
+        }
+      }
       // A weight that changes at every call (a training loop) is better handled per call:
       // no new allocation, no write guard to copy it at the optimizer's step.
       if (e.packed && ++repacks_in_a_row_ >= kVolatile) volatile_.store(true);

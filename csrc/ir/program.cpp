@@ -1,0 +1,52 @@
+#include "ir/program.h"
+
+#include <sstream>
+
+namespace fxcpp {
+
+const char* pop_name(POp op) {
+  static const char* names[] = {
+      "load", "cols", "const", "neg", "abs", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "recip", "sin", "cos",
+      "tanh", "sigmoid", "erf", "relu", "gelu_erf", "gelu_tanh", "silu", "hardswish", "hardsigmoid", "leaky_relu",
+      "elu", "floor", "ceil", "round", "trunc", "sign", "isnan", "not", "square", "add", "sub", "mul", "div", "max",
+      "min", "pow", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "where", "clamp", "rsum", "rmax", "rmin",
+      "store", "store_row"};
+  static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(POp::StoreRow) + 1, "one name per POp");
+  return names[static_cast<int>(op)];
+}
+
+int pop_arity(POp op) {
+  if (op <= POp::Const) return 0;
+  if (op <= POp::Square) return 1;
+  if (op <= POp::Or) return 2;
+  if (op <= POp::Clamp) return 3;
+  if (op <= POp::RMin) return 1;
+  return 1;  // stores read register b
+}
+
+std::string Program::str() const {
+  std::ostringstream os;
+  os << "program(regs=" << num_regs << ", row_dims=" << row_dims << ", inputs=" << inputs.size()
+     << ", outputs=" << outputs.size() << ")";
+  for (size_t p = 0; p < phases.size(); ++p) {
+    os << "\n    phase " << p << ":";
+    for (const PInstr& i : phases[p]) {
+      os << " " << pop_name(i.op);
+      if (i.op == POp::Store || i.op == POp::StoreRow) {
+        os << " out" << i.a << " r" << i.b << ";";
+        continue;
+      }
+      os << " r" << i.dst;
+      if (i.op == POp::Load) os << " in" << i.a;
+      else if (i.op == POp::Const || i.op == POp::LeakyRelu || i.op == POp::Elu) os << " " << i.imm;
+      const int n = pop_arity(i.op);
+      if (i.op != POp::Load && n >= 1) os << " r" << i.a;
+      if (n >= 2) os << " r" << i.b;
+      if (n >= 3) os << " r" << i.c;
+      os << ";";
+    }
+  }
+  return os.str();
+}
+
+}  // namespace fxcpp
