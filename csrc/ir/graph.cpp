@@ -175,6 +175,68 @@ Node* Graph::replace_with_fused(const std::vector<Node*>& chain, const std::stri
   return nodes_.insert(pos, std::move(node))->get();
 }
 
+Node* Graph::replace_with_group(const std::vector<Node*>& members, const std::string& name, const std::string& target,
+                               std::vector<Arg> args, std::vector<Value*> outputs, std::shared_ptr<Program> program) {
+  check_mutable("fuse nodes");
+  auto node = std::make_unique<Node>();
+  node->name = name;
+  node->target = target;
+  node->fx_repr = "cpu_fused group of " + std::to_string(members.size()) + " nodes";
+  node->args = std::move(args);
+  node->program = std::move(program);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i]->producer = node.get();
+    outputs[i]->output_index = static_cast<int>(i);
+  }
+  node->outputs = std::move(outputs);
+  for (Node* n : members) {
+    n->dead = true;
+    n->outputs.clear();  // the group's outputs now belong to the new node; the rest are gone
+  }
+  auto pos = std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& p) { return p.get() == members.back(); });
+  return nodes_.insert(pos, std::move(node))->get();
+}
+
+void Graph::sort_topologically() {
+  remove_dead_nodes();
+  std::vector<std::unique_ptr<Node>> sorted;
+  std::vector<bool> done(values_.size(), false);
+  for (const Value* v : inputs_) done[v->id] = true;
+  for (const auto& v : values_)
+    if (v->constant || !v->producer) done[v->id] = true;
+  // In the current order; a node whose inputs are not out yet waits, and goes right after
+  // the node that completes them, so nothing moves further than it must.
+  std::vector<std::unique_ptr<Node>> waiting;
+  auto ready = [&](const Node& n) {
+    bool ok = true;
+    for (const auto& a : n.args) for_each_value(a, [&](Value* v) { ok &= done[v->id]; });
+    return ok;
+  };
+  auto emit = [&](std::unique_ptr<Node> n) {
+    for (const Value* v : n->outputs) done[v->id] = true;
+    sorted.push_back(std::move(n));
+  };
+  for (auto& n : nodes_) {
+    if (!ready(*n)) {
+      waiting.push_back(std::move(n));
+      continue;
+    }
+    emit(std::move(n));
+    for (bool more = true; more;) {  // what the node just emitted unblocked, in order
+      more = false;
+      for (auto it = waiting.begin(); it != waiting.end(); ++it)
+        if (ready(**it)) {
+          emit(std::move(*it));
+          waiting.erase(it);
+          more = true;
+          break;
+        }
+    }
+  }
+  if (!waiting.empty()) throw std::logic_error("fxcpp: the graph has a cycle (node '" + waiting.front()->name + "')");
+  nodes_ = std::move(sorted);
+}
+
 std::vector<Node*> Graph::nodes() const {
   std::vector<Node*> out;
   out.reserve(nodes_.size());

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ir/fused_op.h"
+#include "ir/program.h"
 
 namespace fxcpp {
 
@@ -91,8 +92,10 @@ struct Node {
   std::vector<Arg> args;
   std::vector<Value*> outputs;
   bool dead = false;
-  // Set on fusion nodes (target "onednn::conv" / "onednn::matmul"); null otherwise.
+  // Set on oneDNN fusion nodes (target "onednn::conv" / "onednn::matmul"); null otherwise.
   std::shared_ptr<FusedOp> fused;
+  // Set on cpu_fused nodes (target "cpu::fused"): the group's program; null otherwise.
+  std::shared_ptr<Program> program;
 
   bool is_aten() const { return op.has_value(); }
   const c10::FunctionSchema& schema() const { return op->schema(); }
@@ -123,6 +126,15 @@ class Graph {
   // chain node was, producing that node's output Value; the chain nodes are marked dead.
   Node* replace_with_fused(const std::vector<Node*>& chain, const std::string& target, std::vector<Arg> args,
                            std::shared_ptr<FusedOp> fused);
+  // Replaces a group of nodes by one node producing `outputs` (Values the group's members
+  // produced and others still read), named `name`. Members are marked dead; the new node goes
+  // where the last member was, so call sort_topologically() if a reader of an output lies
+  // between members.
+  Node* replace_with_group(const std::vector<Node*>& members, const std::string& name, const std::string& target,
+                           std::vector<Arg> args, std::vector<Value*> outputs, std::shared_ptr<Program> program);
+  // Reorders live nodes so every node follows its producers, keeping the current order
+  // wherever it already does. Throws on a cycle.
+  void sort_topologically();
 
   const std::vector<Value*>& inputs() const { return inputs_; }
   const std::vector<Arg>& outputs() const { return outputs_; }

@@ -27,6 +27,7 @@ std::string Graph::str() const {
     for (size_t i = 0; i < n->args.size(); ++i) os << (i ? ", " : "") << n->args[i].str();
     os << ")";
     if (n->fused) os << "  " << n->fused->str();
+    if (n->program) os << "  " << n->program->str();
     os << "\n";
   }
   os << "  return (";

@@ -9,7 +9,7 @@ const char* pop_name(POp op) {
       "load", "cols", "const", "neg", "abs", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "recip", "sin", "cos",
       "tanh", "sigmoid", "erf", "relu", "gelu_erf", "gelu_tanh", "silu", "hardswish", "hardsigmoid", "leaky_relu",
       "elu", "floor", "ceil", "round", "trunc", "sign", "isnan", "not", "square", "add", "sub", "mul", "div", "max",
-      "min", "pow", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "where", "clamp", "rsum", "rmax", "rmin",
+      "min", "pow", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "expsub", "where", "clamp", "muladd", "submul", "rsum", "rmax", "rmin", "rsumsq", "rsumexp",
       "store", "store_row"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(POp::StoreRow) + 1, "one name per POp");
   return names[static_cast<int>(op)];
@@ -18,25 +18,28 @@ const char* pop_name(POp op) {
 int pop_arity(POp op) {
   if (op <= POp::Const) return 0;
   if (op <= POp::Square) return 1;
-  if (op <= POp::Or) return 2;
-  if (op <= POp::Clamp) return 3;
+  if (op <= POp::ExpSub) return 2;
+  if (op <= POp::SubMul) return 3;
   if (op <= POp::RMin) return 1;
+  if (op <= POp::RSumExp) return 2;
   return 1;  // stores read register b
 }
+
+bool pop_is_reduction(POp op) { return op >= POp::RSum && op <= POp::RSumExp; }
 
 std::string Program::str() const {
   std::ostringstream os;
   os << "program(regs=" << num_regs << ", row_dims=" << row_dims << ", inputs=" << inputs.size()
      << ", outputs=" << outputs.size() << ")";
-  for (size_t p = 0; p < phases.size(); ++p) {
-    os << "\n    phase " << p << ":";
-    for (const PInstr& i : phases[p]) {
+  auto list = [&](const std::vector<PInstr>& code) {
+    for (const PInstr& i : code) {
       os << " " << pop_name(i.op);
       if (i.op == POp::Store || i.op == POp::StoreRow) {
         os << " out" << i.a << " r" << i.b << ";";
         continue;
       }
       os << " r" << i.dst;
+      if (i.out >= 0) os << "=out" << i.out;
       if (i.op == POp::Load) os << " in" << i.a;
       else if (i.op == POp::Const || i.op == POp::LeakyRelu || i.op == POp::Elu) os << " " << i.imm;
       const int n = pop_arity(i.op);
@@ -45,6 +48,14 @@ std::string Program::str() const {
       if (n >= 3) os << " r" << i.c;
       os << ";";
     }
+  };
+  for (size_t p = 0; p < phases.size(); ++p) {
+    os << "\n    phase " << p << ":";
+    list(phases[p]);
+  }
+  if (!single.empty()) {
+    os << "\n    single:";
+    list(single);
   }
   return os.str();
 }

@@ -16,6 +16,7 @@
 // inputs load as 0/1 and exact integers. Nothing else is rounded in between: where eager
 // rounds an intermediate to bf16, a fused group is more accurate, never less.
 #pragma once
+#include <c10/core/MemoryFormat.h>
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
@@ -32,33 +33,51 @@ enum class POp : uint8_t {
   GeluErf, GeluTanh, Silu, Hardswish, Hardsigmoid, LeakyRelu, Elu, Floor, Ceil, Round, Trunc,
   Sign, IsNan, Not, Square,
   // Binary: dst = a op b. Max/Min propagate NaN (eager's maximum/minimum); comparisons give 0/1.
-  Add, Sub, Mul, Div, Max, Min, Pow, Eq, Ne, Lt, Le, Gt, Ge, And, Or,
+  // ExpSub: dst = exp(a - b) (a softmax's numerator, one pass instead of two).
+  Add, Sub, Mul, Div, Max, Min, Pow, Eq, Ne, Lt, Le, Gt, Ge, And, Or, ExpSub,
   // Ternary: Where: dst = a != 0 ? b : c. Clamp: dst = min(max(a, b), c) with NaN kept (eager's clamp).
-  Where, Clamp,
-  // Row reductions (row programs): dst (a per-row scalar, valid from the next phase) = sum/max/min of a.
-  RSum, RMax, RMin,
+  // MulAdd: dst = a * b + c, one rounding (formed by the builder from a product used once by a sum).
+  // SubMul: dst = (a - b) * c (normalizing by a row's statistics).
+  Where, Clamp, MulAdd, SubMul,
+  // Row reductions (row programs): dst (a per-row scalar, valid from the next phase) = sum/max/min
+  // of a; RSumSq: sum of (a - b)^2; RSumExp: sum of exp(a - b) (the builder folds these prologues
+  // in, so nothing is written just to be summed).
+  RSum, RMax, RMin, RSumSq, RSumExp,
   // Stores: output `a` = register `b` (full outputs: this block; row outputs: once per row).
   Store, StoreRow,
 };
 const char* pop_name(POp op);
 int pop_arity(POp op);  // register operands read: 0 (Load, Cols, Const), 1, 2 or 3
+bool pop_is_reduction(POp op);
 
 struct PInstr {
   POp op = POp::Const;
   int16_t dst = -1, a = -1, b = -1, c = -1;
   float imm = 0.f;
+  // Its result is output `out` and nothing else reads it: written straight into the output
+  // where its layout allows (fp32, contiguous along the row), and the Store is skipped.
+  int16_t out = -1;
 };
 
 struct ProgOutput {
   c10::ScalarType dtype = c10::kFloat;
-  bool row = false;  // a per-row value (shape: the domain with its row dims 1, or dropped)
+  bool row = false;      // a per-row value: shaped as the domain with its row dims 1 (keepdim) or dropped
+  bool keepdim = true;   // row outputs
+  c10::MemoryFormat format = c10::MemoryFormat::Contiguous;  // full outputs: the layout eager gives them
 };
 
 struct Program {
+  int rank = 0;      // the domain's rank
   int row_dims = 0;
   std::vector<std::vector<PInstr>> phases;  // one for a pointwise group
+  // A row program as one list, nothing recomputed: for rows that fit in a block, where every
+  // phase would run back to back on the same block (empty for pointwise programs).
+  std::vector<PInstr> single;
   int num_regs = 0;
   std::vector<c10::ScalarType> inputs;      // the dtype of each node arg (all are tensors)
+  // Per input: trailing 1-dims to add before broadcasting to the domain (a per-row input
+  // without keepdim, [B, T] in a [B, T, C] domain, is [B, T, 1]); 0 for the usual broadcast.
+  std::vector<int> input_pad;
   std::vector<ProgOutput> outputs;          // one per node output
   std::vector<std::string> covers;          // the FX nodes the group replaced, in graph order
   std::string str() const;

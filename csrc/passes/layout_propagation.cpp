@@ -101,6 +101,12 @@ class Checker {
  private:
   bool consumer_ok(Node* u, const Value* v, int depth) {
     if (u->fused) return true;  // oneDNN nodes read strided tensors
+    if (u->program) {           // cpu::fused reads any strides; pointwise groups pass the layout on
+      if (u->program->row_dims > 0) return true;
+      for (const Value* o : u->outputs)
+        if (!any_layout_ok(o, depth + 1)) return false;
+      return true;
+    }
     if (!u->is_aten()) return false;
     const std::string op = u->schema().name();
     if ((op == "aten::view" || op == "aten::reshape" || op == "aten::_unsafe_view" || op == "aten::flatten") &&

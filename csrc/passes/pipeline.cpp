@@ -13,7 +13,8 @@ bool verify_pass(Graph& g, const PassContext&) {
 // refuses values with other uses, dead ones included); static values before the
 // fusions (BN folding needs to know a computed weight is parameter-derived; fusing
 // keeps the marks); BN folding before post-op fusion (BN must directly follow its
-// conv); layout last (it sees the fused nodes).
+// conv); oneDNN's post-ops before the CPU fusion (an op fused into a GEMM costs no pass
+// over memory at all); layout last (it sees the fused nodes).
 const std::vector<PassInfo>& pass_list() {
   static const std::vector<PassInfo> passes = {
       {"verify", verify_pass},
@@ -24,6 +25,7 @@ const std::vector<PassInfo>& pass_list() {
       {"onednn_lower", onednn_lower_pass},
       {"fold_batchnorm", fold_batchnorm_pass},
       {"fuse_postops", fuse_postops_pass},
+      {"cpu_fusion", cpu_fusion_pass},
       {"layout_propagation", layout_propagation_pass},
       {"dce_after_fusion", dce_pass},
   };

@@ -219,6 +219,25 @@ PYBIND11_MODULE(_C, m) {
             if (v->is_static) out.push_back(v->name);
         return out;
       })
+      // The cpu::fused nodes: [{name, covers, phases, registers, inputs, outputs, program}].
+      .def("cpu_fused_nodes", [](const Graph& g) {
+        py::list out;
+        for (const Node* n : g.nodes()) {
+          if (!n->program) continue;
+          const Program& p = *n->program;
+          py::dict d;
+          d["name"] = n->name;
+          d["covers"] = p.covers;
+          d["phases"] = p.phases.size();
+          d["registers"] = p.num_regs;
+          d["inputs"] = n->args.size();
+          d["outputs"] = n->outputs.size();
+          d["row_dims"] = p.row_dims;
+          d["program"] = p.str();
+          out.append(d);
+        }
+        return out;
+      })
       .def("fused_nodes", [](const Graph& g) {
         static const char* kinds[] = {"eltwise", "binary", "sum"};
         py::list out;
@@ -337,6 +356,8 @@ PYBIND11_MODULE(_C, m) {
           for (const Value* v : s.node->outputs) names.append(v->name);
           if (s.node->fused)
             for (const auto& c : s.node->fused->covers) covers.append(c);
+          else if (s.node->program)
+            for (const auto& c : s.node->program->covers) covers.append(c);
           else
             covers.append(s.node->name);
           out.append(py::make_tuple(s.node->name, s.node->target, s.kernel->kind(), names, covers));

@@ -5,11 +5,13 @@ namespace fxcpp {
 #ifdef FXCPP_HAS_ONEDNN
 void register_onednn_kernels(KernelRegistry& r);  // runtime/onednn/register.cpp
 #endif
+std::unique_ptr<Kernel> make_cpu_fused_kernel(const Node& n);  // runtime/cpu/fused_kernel.cpp
 
 KernelRegistry& kernel_registry() {
   // Specialized kernels (oneDNN, fused CPU, CUDA) register here, once.
   static KernelRegistry registry = [] {
     KernelRegistry r;
+    r.add("cpu::fused", make_cpu_fused_kernel);
 #ifdef FXCPP_HAS_ONEDNN
     register_onednn_kernels(r);
 #endif

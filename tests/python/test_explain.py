@@ -22,10 +22,12 @@ def test_report_counts_and_table():
     with torch.no_grad():
         report = fxcpp.explain(model, x)
     assert set(report.kernel_counts) == {"onednn", "cpu_fused", "cuda", "aten", "interpreter"}
-    if not _C.has_onednn():  # a build without oneDNN (FXCPP_ONEDNN=0): everything in ATen
-        assert report.kernel_counts["aten"] == 4 and report.kernel_counts["onednn"] == 0
+    if not _C.has_onednn():  # a build without oneDNN (FXCPP_ONEDNN=0): conv and BN in ATen, relu + mean fused
+        assert report.kernel_counts["aten"] == 2 and report.kernel_counts["cpu_fused"] == 2
+        assert report.kernel_counts["onednn"] == 0
         return
-    # convolution + batch norm + relu are one oneDNN node (3 FX nodes); mean stays in ATen
+    # convolution + batch norm + relu are one oneDNN node (3 FX nodes); the mean alone stays in
+    # ATen (one op gains nothing from a fused node)
     assert report.kernel_counts["onednn"] == 3 and report.kernel_counts["aten"] == 1
     assert report.kernel_counts["interpreter"] == 0
     text = str(report)
@@ -36,8 +38,8 @@ def test_report_counts_and_table():
     assert conv.group == conv.node and conv.time_us is not None and conv.time_us > 0
     assert "kernel counts: onednn=3, cpu_fused=0, cuda=0, aten=1, interpreter=0" in text
     with torch.no_grad():
-        off = fxcpp.explain(model, x, options={"disable_passes": ["onednn_lower"]})
-    assert off.kernel_counts["aten"] == 4 and off.kernel_counts["onednn"] == 0
+        off = fxcpp.explain(model, x, options={"disable_passes": ["onednn_lower", "cpu_fusion"]})
+    assert off.kernel_counts["aten"] == 4 and off.kernel_counts["onednn"] == 0 and off.kernel_counts["cpu_fused"] == 0
 
 
 def test_removed_nodes_are_reported():
@@ -47,7 +49,7 @@ def test_removed_nodes_are_reported():
     report = fxcpp.explain(f, torch.randn(5))
     kinds = {r.op: r.kernel for r in report.rows}
     assert kinds["aten::clone"] == "removed"
-    assert kinds["aten::relu"] == "aten"
+    assert kinds["aten::relu"] == "cpu_fused"  # relu + 1: one fused node
 
 
 @torch.library.custom_op("fxcpp_test::add_one_", mutates_args=("x",))
@@ -76,8 +78,9 @@ def test_higher_order_ops_run_in_the_interpreter_and_the_rest_in_cpp():
     assert by_op["torch.ops.higher_order.cond"].kernel == "interpreter"
     assert by_op["torch.ops.higher_order.auto_functionalized_v2"].kernel == "interpreter"
     assert by_op["aten::sin"].kernel == "aten" and by_op["aten::sin"].partition.startswith("cpp")
-    assert by_op["aten::mul.Tensor"].kernel == "aten"
-    assert report.kernel_counts["aten"] >= 3 and report.kernel_counts["interpreter"] >= 2
+    assert by_op["aten::mul.Tensor"].kernel == "aten"  # a single op: not worth a fused node
+    assert by_op["aten::sum"].kernel == "cpu_fused" and by_op["aten::gt.Scalar"].kernel == "cpu_fused"
+    assert report.kernel_counts["aten"] >= 2 and report.kernel_counts["interpreter"] >= 2
 
 
 def test_graph_breaks_give_one_graph_each():

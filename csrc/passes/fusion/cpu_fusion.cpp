@@ -1,0 +1,380 @@
+// cpu_fusion: groups connected pointwise ops, row reductions and norms (softmax,
+// log_softmax, layer_norm) into cpu::fused nodes, each carrying one Program (ir/program.h)
+// that the cpu_fused kernel runs in one pass over memory (a few passes over a cached row).
+//
+//   %a = aten::add(%x, %r); %n = aten::native_layer_norm(%a, [768], %w, %b, 1e-5); %g = aten::gelu(%n.0)
+//      →  %a, %g = cpu::fused(%x, %r, %w, %b)   {2 phases: mean, variance; then the outputs}
+//
+// Trigger: any node cpu_ops.cpp classifies. Growing in graph order, a node joins the group of
+// one of its producers when
+//  - its output has the group's full shape (the domain), or is one value per row of it
+//    (keepdim, or the row dims dropped), and a reduction reduces exactly the group's row dims;
+//  - a per-row value without keepdim never meets a full-size one (right-aligned broadcasting
+//    would pair the wrong dims);
+//  - none of its other inputs is computed from the group (that would be a cycle);
+//  - no op with side effects lies between (groups close there: nothing moves past one).
+// A value others still read becomes an output of the group (stored once, where it is
+// computed). A group is kept when it does at least two ops' work or has a reduction or norm,
+// and has an input with the full domain shape (so the kernel knows the domain at run time).
+// Otherwise the graph is left as it was.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "passes/fusion/cpu_ops.h"
+#include "passes/fusion/fusion_util.h"
+#include "passes/pass.h"
+
+namespace fxcpp {
+
+using namespace fusion;
+
+namespace {
+
+enum class Role { Full, RowKeep, RowDrop };
+
+struct Group {
+  std::vector<Dim> domain;
+  int row_dims = 0;
+  std::vector<Node*> members;
+  std::unordered_map<const Value*, Role> role;  // of every value the members produce
+  bool closed = false;
+  int work = 0;
+  bool reduces = false;
+};
+
+bool same_dims(const std::vector<Dim>& a, const std::vector<Dim>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] == b[i])) return false;
+  return true;
+}
+
+// Right-aligned broadcasting of `s` into `to` (dims of s are 1 or equal).
+bool broadcasts_to(const std::vector<Dim>& s, const std::vector<Dim>& to) {
+  if (s.size() > to.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const Dim& d = s[s.size() - 1 - i];
+    if (!(d == Dim::of(1)) && !(d == to[to.size() - 1 - i])) return false;
+  }
+  return true;
+}
+
+std::optional<Role> role_of_shape(const std::vector<Dim>& s, const Group& g) {
+  const auto& d = g.domain;
+  if (same_dims(s, d)) return Role::Full;
+  if (g.row_dims == 0) return std::nullopt;
+  const size_t lead = d.size() - g.row_dims;
+  if (s.size() == d.size()) {
+    for (size_t i = 0; i < d.size(); ++i)
+      if (i < lead ? !(s[i] == d[i]) : !(s[i] == Dim::of(1))) return std::nullopt;
+    return Role::RowKeep;
+  }
+  if (s.size() == lead) {
+    for (size_t i = 0; i < lead; ++i)
+      if (!(s[i] == d[i])) return std::nullopt;
+    return Role::RowDrop;
+  }
+  return std::nullopt;
+}
+
+const std::vector<Dim>& sizes_of(const Value* v) { return v->meta->sizes; }
+
+bool has_side_effects(const Node& n) {
+  if (!n.is_aten()) return false;
+  const auto& s = n.schema();
+  return s.is_mutable() || s.returns().empty() || n.op->hasTag(at::Tag::nondeterministic_seeded);
+}
+
+bool counts_as_work(const Node& n, const CpuOp& op) {
+  if (op.kind == CpuOp::Kind::View) return false;
+  const std::string name = n.schema().name();
+  return name != "aten::clone" && name != "aten::_to_copy" && name != "prims::convert_element_type";
+}
+
+c10::MemoryFormat format_of(const TensorMeta& m) {
+  // Static strides only; anything else is taken as contiguous (what eager returns for
+  // contiguous inputs, the common case).
+  const auto& s = m.strides;
+  const auto& z = m.sizes;
+  if (s.size() != z.size() || (z.size() != 4 && z.size() != 5)) return c10::MemoryFormat::Contiguous;
+  for (size_t i = 0; i < z.size(); ++i)
+    if (!z[i].is_static() || !s[i].is_static()) return c10::MemoryFormat::Contiguous;
+  std::vector<int64_t> order = z.size() == 4 ? std::vector<int64_t>{1, 3, 2, 0} : std::vector<int64_t>{1, 4, 3, 2, 0};
+  int64_t expect = 1;
+  for (int64_t d : order) {
+    if (z[d].value != 1 && s[d].value != expect) return c10::MemoryFormat::Contiguous;
+    expect *= z[d].value;
+  }
+  bool contiguous = true;
+  expect = 1;
+  for (int64_t d = static_cast<int64_t>(z.size()) - 1; d >= 0; --d) {
+    if (z[d].value != 1 && s[d].value != expect) contiguous = false;
+    expect *= z[d].value;
+  }
+  if (contiguous) return c10::MemoryFormat::Contiguous;
+  return z.size() == 4 ? c10::MemoryFormat::ChannelsLast : c10::MemoryFormat::ChannelsLast3d;
+}
+
+class Fuser {
+ public:
+  explicit Fuser(Graph& g) : g_(g) {}
+
+  bool run() {
+    for (Node* n : g_.nodes()) visit(n);
+    bool changed = false;
+    for (auto& grp : groups_)
+      if (worth_it(grp)) changed |= replace(grp);
+    if (changed) g_.sort_topologically();
+    return changed;
+  }
+
+ private:
+  void visit(Node* n) {
+    if (has_side_effects(*n)) {
+      for (auto& grp : groups_) grp.closed = true;
+      note_upstream(n, -1);
+      return;
+    }
+    std::optional<CpuOp> op = classify_cpu_op(*n);
+    int joined = -1;
+    if (op) {
+      std::set<int> tried;
+      for (const Arg& a : n->args)
+        for_each_value(a, [&](Value* v) {
+          auto it = producer_group_.find(v);
+          if (joined >= 0 || it == producer_group_.end() || !tried.insert(it->second).second) return;
+          if (try_join(groups_[it->second], *n, *op)) joined = it->second;
+        });
+      if (joined < 0 && op->kind != CpuOp::Kind::View) joined = start(*n, *op);
+    }
+    note_upstream(n, joined);
+  }
+
+  // Groups every value depends on (for the cycle test), and which group produced it.
+  void note_upstream(Node* n, int group) {
+    std::set<int> up;
+    for (const Arg& a : n->args)
+      for_each_value(a, [&](Value* v) {
+        auto it = upstream_.find(v);
+        if (it != upstream_.end()) up.insert(it->second.begin(), it->second.end());
+      });
+    if (group >= 0) up.insert(group);
+    for (Value* v : n->outputs) {
+      upstream_[v] = up;
+      if (group >= 0) producer_group_[v] = group;
+    }
+  }
+
+  bool depends_on(const Value* v, int group) const {
+    auto it = upstream_.find(v);
+    return it != upstream_.end() && it->second.count(group);
+  }
+
+  int index_of(const Group& grp) const { return static_cast<int>(&grp - groups_.data()); }
+
+  bool try_join(Group& grp, Node& n, const CpuOp& op) {
+    if (grp.closed) return false;
+    const int id = index_of(grp);
+    // Inputs computed outside the group must not depend on it.
+    for (const Arg& a : n.args) {
+      bool bad = false;
+      for_each_value(a, [&](Value* v) { bad |= !grp.role.count(v) && depends_on(v, id); });
+      if (bad) return false;
+    }
+    std::vector<Role> out_roles;
+    if (op.kind == CpuOp::Kind::View) {
+      const Value* u = n.args[0].value;
+      auto r = role_of_shape(sizes_of(n.outputs[0]), grp);
+      if (!u || !grp.role.count(u) || !r) return false;
+      const Role in = grp.role.at(u);
+      const bool ok = (in != Role::Full && *r != Role::Full) || (in == Role::Full && *r == Role::Full) ||
+                      (in == Role::RowKeep && *r == Role::Full && n.schema().name() == "aten::expand");
+      if (!ok) return false;
+      out_roles = {*r};
+    } else if (op.kind == CpuOp::Kind::Pointwise) {
+      auto r = role_of_shape(sizes_of(n.outputs[0]), grp);
+      if (!r || !args_fit(grp, n, *r)) return false;
+      out_roles = {*r};
+    } else {  // Reduction, Norm: rows of a full-size value
+      const Value* u = op.reduced;
+      const bool full_in = grp.role.count(u) ? grp.role.at(u) == Role::Full : same_dims(sizes_of(u), grp.domain);
+      if (!full_in || (grp.row_dims != 0 && op.row_dims != grp.row_dims)) return false;
+      if (grp.row_dims == 0 && op.row_dims > static_cast<int>(grp.domain.size())) return false;
+      Group probe = grp;
+      probe.row_dims = op.row_dims;
+      if (!args_fit(probe, n, Role::Full, /*skip_first=*/true)) return false;
+      for (size_t i = 0; i < n.outputs.size(); ++i) {
+        auto r = role_of_shape(sizes_of(n.outputs[i]), probe);
+        if (!r || (op.kind == CpuOp::Kind::Norm && i == 0 && *r != Role::Full)) return false;
+        out_roles.push_back(*r);
+      }
+      grp.row_dims = op.row_dims;
+      grp.reduces = true;
+    }
+    add(grp, n, op, out_roles);
+    return true;
+  }
+
+  // Every tensor arg of n fits a member of role `r`: members' values by role, others by broadcasting.
+  bool args_fit(const Group& grp, const Node& n, Role r, bool skip_first = false) const {
+    for (size_t i = skip_first ? 1 : 0; i < n.args.size(); ++i) {
+      const Arg& a = n.args[i];
+      if (a.kind != Arg::Kind::Value || a.value->kind != ValueKind::Tensor) continue;
+      const Value* v = a.value;
+      auto it = grp.role.find(v);
+      if (it != grp.role.end()) {
+        const Role in = it->second;
+        const bool ok = in == r || (in == Role::RowKeep && r == Role::Full);
+        if (!ok) return false;
+      } else {
+        std::vector<Dim> target = grp.domain;
+        if (r == Role::RowKeep)
+          for (size_t d = target.size() - grp.row_dims; d < target.size(); ++d) target[d] = Dim::of(1);
+        if (r == Role::RowDrop) target.resize(target.size() - grp.row_dims);
+        if (!broadcasts_to(sizes_of(v), target)) return false;
+      }
+    }
+    return true;
+  }
+
+  void add(Group& grp, Node& n, const CpuOp& op, const std::vector<Role>& roles) {
+    grp.members.push_back(&n);
+    for (size_t i = 0; i < n.outputs.size() && i < roles.size(); ++i) grp.role[n.outputs[i]] = roles[i];
+    if (counts_as_work(n, op)) ++grp.work;
+  }
+
+  int start(Node& n, const CpuOp& op) {
+    Group grp;
+    if (op.kind == CpuOp::Kind::Pointwise) {
+      grp.domain = sizes_of(n.outputs[0]);
+      if (!args_fit(grp, n, Role::Full)) return -1;
+      add(grp, n, op, {Role::Full});
+    } else {
+      grp.domain = sizes_of(op.reduced);
+      if (op.row_dims > static_cast<int>(grp.domain.size())) return -1;
+      grp.row_dims = op.row_dims;
+      grp.reduces = true;
+      if (!args_fit(grp, n, Role::Full, /*skip_first=*/true)) return -1;
+      std::vector<Role> roles;
+      for (size_t i = 0; i < n.outputs.size(); ++i) {
+        auto r = role_of_shape(sizes_of(n.outputs[i]), grp);
+        if (!r || (op.kind == CpuOp::Kind::Norm && i == 0 && *r != Role::Full)) return -1;
+        roles.push_back(*r);
+      }
+      add(grp, n, op, roles);
+    }
+    groups_.push_back(std::move(grp));
+    return static_cast<int>(groups_.size()) - 1;
+  }
+
+  bool worth_it(const Group& grp) const {
+    // One op alone gains nothing from fusing: ATen's own kernel for it (a LayerNorm, a softmax,
+    // a sum) is as fast or faster (benchmarks/results/cpu-fusion/).
+    if (grp.work < 2) return false;
+    // A reduction over every dim is one row, and one row runs on one thread: only when small.
+    if (grp.row_dims > 0 && grp.row_dims == static_cast<int>(grp.domain.size())) {
+      int64_t numel = 1;
+      for (const Dim& d : grp.domain) {
+        if (!d.is_static()) return false;
+        numel *= d.value;
+      }
+      return numel <= kOneThreadElements;
+    }
+    return true;
+  }
+
+  static constexpr int64_t kOneThreadElements = 32768;  // ATen's GRAIN_SIZE: below it eager stays on one thread too
+
+  bool replace(Group& grp) {
+    std::set<const Node*> in_group(grp.members.begin(), grp.members.end());
+    auto uses = g_.use_counts();
+    // Which member values are read outside the group (they become the node's outputs).
+    std::vector<Value*> outs;
+    for (Node* m : grp.members)
+      for (Value* v : m->outputs) {
+        int inside = 0;
+        for (Node* u : grp.members)
+          for (const Arg& a : u->args) for_each_value(a, [&](Value* x) { inside += x == v; });
+        if (uses[v->id] > inside) outs.push_back(v);
+      }
+    if (outs.empty()) return false;
+    for (Value* v : outs) {  // outputs must be stored in a dtype the kernel writes
+      const auto t = v->meta->dtype;
+      if (t != c10::kFloat && t != c10::kBFloat16 && t != c10::kHalf && t != c10::kBool) return false;
+    }
+
+    ProgramBuilder b;
+    std::vector<Arg> args;
+    std::vector<c10::ScalarType> in_types;
+    std::vector<int> in_pad;
+    std::map<std::pair<const Value*, int>, int> slot;  // (value, pad) → input index
+    std::unordered_map<const Value*, int> expr;
+    bool anchored = false;
+    auto load = [&](const Value* v, int pad) {
+      auto key = std::make_pair(v, pad);
+      auto it = slot.find(key);
+      if (it != slot.end()) return b.load(it->second);
+      const int k = static_cast<int>(args.size());
+      slot.emplace(key, k);
+      args.push_back(Arg::of(const_cast<Value*>(v)));
+      in_types.push_back(v->meta->dtype);
+      in_pad.push_back(pad);
+      anchored |= pad == 0 && same_dims(sizes_of(v), grp.domain);
+      return b.load(k);
+    };
+    for (Node* m : grp.members) {
+      // The shape its inputs broadcast to: a reduction or norm reads full-size rows; a
+      // pointwise member reads what its own output is (a per-row value without keepdim
+      // reads [B, T] inputs as [B, T, 1]).
+      const auto op = classify_cpu_op(*m);
+      const bool reads_rows = op && (op->kind == CpuOp::Kind::Reduction || op->kind == CpuOp::Kind::Norm);
+      const int pad = !reads_rows && grp.role.at(m->outputs[0]) == Role::RowDrop ? grp.row_dims : 0;
+      auto arg = [&](const Value* v) {
+        auto it = expr.find(v);
+        if (it != expr.end()) return it->second;
+        return load(v, pad);
+      };
+      std::vector<int> es = emit_cpu_op(*m, b, arg);
+      for (size_t i = 0; i < m->outputs.size() && i < es.size(); ++i)
+        if (es[i] >= 0) expr[m->outputs[i]] = es[i];
+    }
+    if (!anchored) return false;  // the domain could not be read from the inputs at run time
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (!expr.count(outs[i])) return false;
+      const Role r = grp.role.at(outs[i]);
+      b.output(static_cast<int>(i), expr.at(outs[i]), outs[i]->meta->dtype, r != Role::Full);
+    }
+    auto prog = std::make_shared<Program>(b.build(grp.row_dims, in_types));
+    prog->rank = static_cast<int>(grp.domain.size());
+    prog->input_pad = in_pad;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const Role r = grp.role.at(outs[i]);
+      prog->outputs[i].keepdim = r != Role::RowDrop;
+      if (r == Role::Full) prog->outputs[i].format = format_of(*outs[i]->meta);
+    }
+    for (Node* m : grp.members) prog->covers.push_back(m->name);
+    // Named after its first member that does work (the FX node explain() puts the time on).
+    std::string name = grp.members.front()->name;
+    for (Node* m : grp.members)
+      if (auto op = classify_cpu_op(*m); op && counts_as_work(*m, *op)) {
+        name = m->name;
+        break;
+      }
+    g_.replace_with_group(grp.members, name, "cpu::fused", std::move(args), outs, prog);
+    return true;
+  }
+
+  Graph& g_;
+  std::vector<Group> groups_;
+  std::unordered_map<const Value*, int> producer_group_;
+  std::unordered_map<const Value*, std::set<int>> upstream_;
+};
+
+}  // namespace
+
+bool cpu_fusion_pass(Graph& g, const PassContext&) { return Fuser(g).run(); }
+
+}  // namespace fxcpp

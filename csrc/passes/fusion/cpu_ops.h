@@ -1,0 +1,34 @@
+// The ATen ops the CPU fusion (cpu_fusion.cpp) takes, what role each plays in a group, and
+// how each becomes program expressions (program_builder.h). One table: adding an op touches
+// this file, its interpreter case (if new) and its test.
+#pragma once
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "ir/graph.h"
+#include "passes/fusion/program_builder.h"
+
+namespace fxcpp::fusion {
+
+struct CpuOp {
+  enum class Kind {
+    Pointwise,  // output = f(inputs elementwise), broadcasting
+    Reduction,  // sum/mean/amax/amin/var/std over trailing dims: a per-row output
+    Norm,       // softmax, log_softmax, layer_norm over trailing dims: full output (+ per-row ones)
+    View,       // a reshape, unsqueeze, squeeze or expand: the same values, another shape
+  } kind;
+  int row_dims = 0;               // Reduction, Norm: how many trailing dims are reduced
+  const Value* reduced = nullptr; // Reduction, Norm: the input the rows come from
+};
+
+// What the fusion can do with n, or nothing (dtypes, devices and arguments included).
+std::optional<CpuOp> classify_cpu_op(const Node& n);
+
+// Adds n's computation to b. `arg(v)`: the expression of tensor Value v (a group member's
+// result, or a load of an input). Returns one expression per node output (-1 for an output
+// the group cannot produce; the pass then refuses to let anything read it).
+using ArgExpr = std::function<int(const Value*)>;
+std::vector<int> emit_cpu_op(const Node& n, ProgramBuilder& b, const ArgExpr& arg);
+
+}  // namespace fxcpp::fusion

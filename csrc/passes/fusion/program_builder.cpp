@@ -1,0 +1,324 @@
+#include "passes/fusion/program_builder.h"
+
+#include <algorithm>
+#include <functional>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace fxcpp::fusion {
+
+static bool is_reduction(POp op) { return pop_is_reduction(op); }
+
+int ProgramBuilder::add(Expr e) {
+  auto key = std::make_tuple(static_cast<int>(e.op), e.a, e.b, e.c, e.imm);
+  auto it = memo_.find(key);
+  if (it != memo_.end()) return it->second;
+  exprs_.push_back(e);
+  const int id = static_cast<int>(exprs_.size()) - 1;
+  memo_.emplace(key, id);
+  return id;
+}
+
+int ProgramBuilder::load(int input) {
+  Expr e{POp::Load};
+  e.a = input;
+  return add(e);
+}
+
+int ProgramBuilder::konst(float v) {
+  Expr e{POp::Const};
+  e.imm = v;
+  e.row = true;
+  return add(e);
+}
+
+int ProgramBuilder::cols() {
+  Expr e{POp::Cols};
+  e.row = true;
+  return add(e);
+}
+
+int ProgramBuilder::op(POp op, int a, int b, int c, float imm) {
+  if (pop_arity(op) < 1 || op >= POp::RSum) throw std::invalid_argument(std::string("not an op: ") + pop_name(op));
+  Expr e{op, a, b, c, imm};
+  e.row = true;
+  for (int x : {a, b, c})
+    if (x >= 0) {
+      e.level = std::max(e.level, exprs_.at(x).level);
+      e.row = e.row && exprs_.at(x).row;
+    }
+  return add(e);
+}
+
+int ProgramBuilder::reduce(POp op, int a) {
+  if (!is_reduction(op)) throw std::invalid_argument(std::string("not a reduction: ") + pop_name(op));
+  Expr e{op, a};
+  e.level = exprs_.at(a).level + 1;
+  e.row = true;
+  return add(e);
+}
+
+void ProgramBuilder::output(int index, int e, c10::ScalarType dtype, bool row) { outputs_.push_back({index, e, dtype, row}); }
+
+namespace {
+
+using Expr = ProgramBuilder::Expr;
+using Out = ProgramBuilder::Out;
+
+// Readers of each expression among those the outputs still reach.
+std::vector<int> count_uses(const std::vector<Expr>& ex, const std::vector<Out>& outputs) {
+  std::vector<int> uses(ex.size(), 0);
+  std::vector<bool> live(ex.size(), false);
+  std::vector<int> stack;
+  for (const Out& o : outputs) stack.push_back(o.expr);
+  while (!stack.empty()) {
+    const int e = stack.back();
+    stack.pop_back();
+    if (live[e]) continue;
+    live[e] = true;
+    if (ex[e].op == POp::Load) continue;
+    for (int o : {ex[e].a, ex[e].b, ex[e].c})
+      if (o >= 0) stack.push_back(o);
+  }
+  for (size_t e = 0; e < ex.size(); ++e)
+    if (live[e] && ex[e].op != POp::Load)
+      for (int o : {ex[e].a, ex[e].b, ex[e].c})
+        if (o >= 0) ++uses[o];
+  for (const Out& o : outputs) ++uses[o.expr];
+  return uses;
+}
+
+// Superinstructions: each does in one pass over the block what took two or three, with the
+// same arithmetic (MulAdd: one rounding instead of two, never less accurate).
+//   sum((a - b)^2), sum(a^2): no square is written just to be summed;
+//   sum(exp(a - b)): likewise, unless `keep_exp` and the exponentials are read again (a
+//     single-list program keeps them: exp is worth computing once);
+//   exp(a - b), (a - b) * c, a * b + c: where the inner value has no other reader.
+std::vector<Expr> rewrite(std::vector<Expr> ex, const std::vector<Out>& outputs, bool keep_exp) {
+  std::vector<int> uses = count_uses(ex, outputs);
+  Expr zero{POp::Const};  // appended first: nothing below may grow `ex` while it is walked
+  zero.row = true;
+  ex.push_back(zero);
+  const int zero_id = static_cast<int>(ex.size()) - 1;
+  uses.push_back(0);
+  for (size_t i = 0; i < ex.size(); ++i) {
+    Expr& x = ex[i];
+    if (x.op != POp::RSum) continue;
+    const Expr y = ex[x.a];
+    if (y.op == POp::Mul && y.a == y.b) {
+      const Expr z = ex[y.a];
+      x = z.op == POp::Sub ? Expr{POp::RSumSq, z.a, z.b, -1, 0.f, x.level, true}
+                           : Expr{POp::RSumSq, y.a, zero_id, -1, 0.f, x.level, true};
+    } else if (y.op == POp::Exp && ex[y.a].op == POp::Sub && !(keep_exp && uses[x.a] > 1)) {
+      x = Expr{POp::RSumExp, ex[y.a].a, ex[y.a].b, -1, 0.f, x.level, true};
+    }
+  }
+  uses = count_uses(ex, outputs);
+  for (Expr& x : ex) {
+    if (x.op == POp::Exp && ex[x.a].op == POp::Sub && uses[x.a] == 1) {
+      x = Expr{POp::ExpSub, ex[x.a].a, ex[x.a].b, -1, 0.f, x.level, x.row};
+    } else if (x.op == POp::Mul) {
+      for (auto [p, q] : {std::pair<int, int>{x.a, x.b}, std::pair<int, int>{x.b, x.a}}) {
+        if (ex[p].op != POp::Sub || uses[p] != 1) continue;
+        x = Expr{POp::SubMul, ex[p].a, ex[p].b, q, 0.f, x.level, x.row};
+        break;
+      }
+    }
+  }
+  uses = count_uses(ex, outputs);
+  for (Expr& x : ex) {
+    if (x.op != POp::Add) continue;
+    for (auto [p, q] : {std::pair<int, int>{x.a, x.b}, std::pair<int, int>{x.b, x.a}}) {
+      if (ex[p].op != POp::Mul || uses[p] != 1) continue;
+      x = Expr{POp::MulAdd, ex[p].a, ex[p].b, q, 0.f, x.level, x.row};
+      break;
+    }
+  }
+  return ex;
+}
+
+// Instruction lists with virtual registers, then physical ones.
+class Codegen {
+ public:
+  Codegen(const std::vector<Expr>& ex, const std::vector<Out>& outputs, int reserved)
+      : ex_(ex), outputs_(outputs), next_(reserved), reserved_(reserved) {}
+
+  // Phase `phase` of a phased program (reductions accumulate in the phase before they are
+  // read; `row_reg` maps each to its reserved register), or, with phase = -1, the whole
+  // program as one list (reductions complete where they stand).
+  std::vector<PInstr> emit_phase(int phase, const std::map<int, int>& row_reg, int last) {
+    code_.clear();
+    vreg_.clear();
+    std::vector<PInstr> stores;
+    if (phase >= 0) {
+      for (const auto& [e, reg] : row_reg) {
+        if (ex_[e].level - 1 != phase) continue;
+        PInstr ins;
+        ins.op = ex_[e].op;
+        ins.a = static_cast<int16_t>(emit(ex_[e].a, phase, row_reg));
+        if (ex_[e].b >= 0) ins.b = static_cast<int16_t>(emit(ex_[e].b, phase, row_reg));
+        ins.dst = static_cast<int16_t>(reg);
+        code_.push_back(ins);
+      }
+    }
+    for (const Out& o : outputs_)
+      if (phase < 0 || ex_[o.expr].level == phase || (phase == last && ex_[o.expr].level > last)) {
+        PInstr st;
+        st.op = o.row ? POp::StoreRow : POp::Store;
+        st.a = static_cast<int16_t>(o.index);
+        st.b = static_cast<int16_t>(emit(o.expr, phase, row_reg));
+        stores.push_back(st);
+      }
+    mark_direct_writes(stores);
+    code_.insert(code_.end(), stores.begin(), stores.end());
+    allocate();
+    return code_;
+  }
+  int registers() const { return top_; }
+
+ private:
+  int emit(int e, int phase, const std::map<int, int>& row_reg) {
+    const Expr& x = ex_[e];
+    if (phase >= 0 && pop_is_reduction(x.op)) {
+      if (x.level > phase) throw std::logic_error("fxcpp: a reduction is read before its phase");
+      return row_reg.at(e);
+    }
+    auto it = vreg_.find(e);
+    if (it != vreg_.end()) return it->second;
+    PInstr ins;
+    ins.op = x.op;
+    ins.imm = x.imm;
+    if (x.op == POp::Load) {
+      ins.a = static_cast<int16_t>(x.a);
+    } else {
+      if (x.a >= 0) ins.a = static_cast<int16_t>(emit(x.a, phase, row_reg));
+      if (x.b >= 0) ins.b = static_cast<int16_t>(emit(x.b, phase, row_reg));
+      if (x.c >= 0) ins.c = static_cast<int16_t>(emit(x.c, phase, row_reg));
+    }
+    ins.dst = static_cast<int16_t>(next_++);
+    code_.push_back(ins);
+    vreg_.emplace(e, ins.dst);
+    return ins.dst;
+  }
+
+  static std::vector<int> reads(const PInstr& i) {
+    std::vector<int> r;
+    if (i.op == POp::Store || i.op == POp::StoreRow) r.push_back(i.b);
+    else if (i.op != POp::Load && i.op != POp::Const && i.op != POp::Cols)
+      for (int x : {static_cast<int>(i.a), static_cast<int>(i.b), static_cast<int>(i.c)})
+        if (x >= 0) r.push_back(x);
+    return r;
+  }
+
+  // A value only a store reads is written straight into that output (where its layout allows).
+  void mark_direct_writes(const std::vector<PInstr>& stores) {
+    std::unordered_map<int, int> n;
+    for (const PInstr& i : code_)
+      for (int x : reads(i)) ++n[x];
+    for (const PInstr& st : stores) ++n[st.b];
+    for (const PInstr& st : stores) {
+      if (st.op != POp::Store || n[st.b] != 1) continue;
+      for (PInstr& i : code_)
+        if (i.dst == st.b && pop_arity(i.op) >= 1 && !pop_is_reduction(i.op) && i.op != POp::Load) i.out = st.a;
+    }
+  }
+
+  // Linear scan: a temporary's register is free after its last reader (its writer may be that
+  // reader: ops write element i after reading it). Reserved registers (a phased program's
+  // reductions) are never reused.
+  void allocate() {
+    std::unordered_map<int, size_t> last_use;
+    for (size_t k = 0; k < code_.size(); ++k)
+      for (int r : reads(code_[k])) last_use[r] = k;
+    std::unordered_map<int, int> phys;
+    std::vector<int> free_regs;
+    int top = reserved_;
+    auto map_reg = [&](int v) { return v < reserved_ ? v : phys.at(v); };
+    for (size_t k = 0; k < code_.size(); ++k) {
+      PInstr& ins = code_[k];
+      const std::vector<int> rs = reads(ins);
+      const bool writes = ins.op != POp::Store && ins.op != POp::StoreRow && !(pop_is_reduction(ins.op) && ins.dst < reserved_);
+      if (ins.op == POp::Store || ins.op == POp::StoreRow) {
+        ins.b = static_cast<int16_t>(map_reg(ins.b));
+      } else if (ins.op != POp::Load && ins.op != POp::Const && ins.op != POp::Cols) {
+        if (ins.a >= 0) ins.a = static_cast<int16_t>(map_reg(ins.a));
+        if (ins.b >= 0) ins.b = static_cast<int16_t>(map_reg(ins.b));
+        if (ins.c >= 0) ins.c = static_cast<int16_t>(map_reg(ins.c));
+      }
+      for (size_t i = 0; i < rs.size(); ++i) {  // once per register, though read twice (x * x)
+        const int r = rs[i];
+        if (std::find(rs.begin(), rs.begin() + i, r) != rs.begin() + i) continue;
+        if (r >= reserved_ && last_use.at(r) == k) free_regs.push_back(phys.at(r));
+      }
+      if (!writes) continue;
+      int reg;
+      if (!free_regs.empty()) {
+        auto lowest = std::min_element(free_regs.begin(), free_regs.end());
+        reg = *lowest;
+        free_regs.erase(lowest);
+      } else {
+        reg = top++;
+      }
+      const int virt = ins.dst;
+      phys[virt] = reg;
+      ins.dst = static_cast<int16_t>(reg);
+      if (!last_use.count(virt)) free_regs.push_back(reg);
+    }
+    top_ = std::max(top_, top);
+  }
+
+  const std::vector<Expr>& ex_;
+  const std::vector<Out>& outputs_;
+  std::vector<PInstr> code_;
+  std::unordered_map<int, int> vreg_;
+  int next_, reserved_, top_ = 0;
+};
+
+}  // namespace
+
+Program ProgramBuilder::build(int row_dims, std::vector<c10::ScalarType> inputs) const {
+  Program p;
+  p.row_dims = row_dims;
+  p.inputs = std::move(inputs);
+  int nout = 0;
+  for (const Out& o : outputs_) nout = std::max(nout, o.index + 1);
+  p.outputs.resize(nout);
+  for (const Out& o : outputs_) p.outputs[o.index] = ProgOutput{o.dtype, o.row};
+
+  // Phased: for rows longer than a block. Every reduction keeps its own register throughout.
+  const std::vector<Expr> ex = rewrite(exprs_, outputs_, /*keep_exp=*/false);
+  int last = 0;
+  for (const Out& o : outputs_) last = std::max(last, ex[o.expr].level);
+  std::map<int, int> row_reg;  // ordered: the same program every build
+  {
+    std::vector<bool> needed(ex.size(), false);
+    std::vector<int> stack;
+    for (const Out& o : outputs_) stack.push_back(o.expr);
+    while (!stack.empty()) {
+      const int e = stack.back();
+      stack.pop_back();
+      if (needed[e]) continue;
+      needed[e] = true;
+      if (ex[e].op == POp::Load) continue;
+      for (int o : {ex[e].a, ex[e].b, ex[e].c})
+        if (o >= 0) stack.push_back(o);
+    }
+    for (size_t e = 0; e < ex.size(); ++e)
+      if (needed[e] && pop_is_reduction(ex[e].op)) row_reg.emplace(static_cast<int>(e), static_cast<int>(row_reg.size()));
+  }
+  Codegen phased(ex, outputs_, static_cast<int>(row_reg.size()));
+  for (int phase = 0; phase <= last; ++phase) p.phases.push_back(phased.emit_phase(phase, row_reg, last));
+  p.num_regs = std::max(phased.registers(), static_cast<int>(row_reg.size()));
+
+  // One list: for rows that fit a block (all phases would run back to back on the same block,
+  // so nothing needs recomputing) and for pointwise programs (a single phase anyway).
+  if (row_dims > 0) {
+    const std::vector<Expr> ex1 = rewrite(exprs_, outputs_, /*keep_exp=*/true);
+    Codegen single(ex1, outputs_, 0);
+    p.single = single.emit_phase(-1, {}, last);
+    p.num_regs = std::max(p.num_regs, single.registers());
+  }
+  return p;
+}
+
+}  // namespace fxcpp::fusion

@@ -1,0 +1,38 @@
+// One call of a cpu_fused node, as the ISA-specific interpreter sees it: the program, the
+// iteration domain after coalescing, and every operand as a base pointer with one element
+// stride per domain dim (0 where it broadcasts). Built by fused_kernel.cpp; run by
+// interp.h, compiled once per instruction set and chosen at run time (select_interpreter).
+#pragma once
+#include <c10/core/ScalarType.h>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "ir/program.h"
+
+namespace fxcpp::cpu {
+
+constexpr int kMaxDims = 8;
+
+struct Operand {
+  void* data = nullptr;  // inputs are only read
+  c10::ScalarType dtype = c10::kFloat;
+  std::array<int64_t, kMaxDims> strides{};  // elements, per domain dim
+};
+
+struct FusedCall {
+  const Program* prog = nullptr;
+  int ndim = 1;  // domain dims; the last one is the inner dim (a row when rows)
+  std::array<int64_t, kMaxDims> sizes{};
+  bool rows = false;  // a row program: the inner dim is the row its reductions run over
+  std::vector<Operand> in, out;  // out[k] of a row output: strides over the outer dims only
+};
+
+using Interpreter = void (*)(const FusedCall&);
+// The interpreter for the instruction set torch itself uses on this host
+// (at::get_cpu_capability(): AVX512, AVX2 or DEFAULT; ATEN_CPU_CAPABILITY can lower it).
+Interpreter select_interpreter();
+const char* interpreter_isa();
+
+}  // namespace fxcpp::cpu

@@ -1,0 +1,247 @@
+// cpu_fused: runs a cpu::fused node's Program (ir/program.h). Per call: the domain is the
+// broadcast of the inputs' shapes; full-size outputs take eager's layout (a pointwise group
+// follows a channels-last input, as TensorIterator does; a row group keeps the layout eager
+// gave at trace time); every operand is viewed over the domain with adjacent dims merged
+// wherever all operands allow it; the interpreter compiled for this host's instruction set
+// (interp.h) runs it. No tensor is copied except an input whose row does not merge into one
+// stretch of memory (a row group over several dims of a strided tensor), made contiguous.
+#include <ATen/ops/empty.h>
+#include <ATen/Version.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "runtime/cpu/fused_call.h"
+#include "runtime/kernel.h"
+
+namespace fxcpp {
+namespace cpu {
+
+void run_DEFAULT(const FusedCall& c);
+void run_AVX2(const FusedCall& c);
+void run_AVX512(const FusedCall& c);
+
+// The capability torch itself dispatches to on this host (ATEN_CPU_CAPABILITY can lower it).
+static const std::string& capability() {
+  static const std::string c = at::get_cpu_capability();
+  return c;
+}
+
+Interpreter select_interpreter() {
+  if (capability() == "AVX512") return run_AVX512;
+  if (capability() == "AVX2") return run_AVX2;
+  return run_DEFAULT;
+}
+
+const char* interpreter_isa() {
+  if (capability() == "AVX512") return "avx512";
+  if (capability() == "AVX2") return "avx2";
+  return "default";
+}
+
+}  // namespace cpu
+
+namespace {
+
+using cpu::FusedCall;
+using cpu::kMaxDims;
+using cpu::Operand;
+
+bool is_channels_last(const at::Tensor& t) {
+  if (t.dim() == 4) return !t.is_contiguous() && t.is_contiguous(at::MemoryFormat::ChannelsLast);
+  if (t.dim() == 5) return !t.is_contiguous() && t.is_contiguous(at::MemoryFormat::ChannelsLast3d);
+  return false;
+}
+
+// The input's strides over the domain: its own dims padded with `pad` trailing 1s, then
+// aligned right; a dim it broadcasts along gets stride 0.
+std::array<int64_t, kMaxDims> domain_strides(const at::Tensor& t, int pad, const std::vector<int64_t>& D) {
+  std::array<int64_t, kMaxDims> st{};
+  const int64_t r = static_cast<int64_t>(D.size()), pr = t.dim() + pad;
+  for (int64_t i = 0; i < r; ++i) {
+    const int64_t j = i - (r - pr);
+    if (j < 0 || j >= t.dim() || t.size(j) == 1) continue;
+    st[i] = t.stride(j);
+  }
+  return st;
+}
+
+struct Layout {
+  std::vector<int64_t> sizes;
+  std::vector<std::array<int64_t, kMaxDims>> strides;  // per operand (inputs, then outputs)
+};
+
+// Drops size-1 dims and merges [lo, hi) dims where every operand's memory runs on.
+void coalesce(Layout& L, size_t lo, size_t hi, Layout& out) {
+  std::vector<size_t> keep;
+  for (size_t d = lo; d < hi; ++d)
+    if (L.sizes[d] != 1) keep.push_back(d);
+  if (keep.empty()) keep.push_back(hi - 1);
+  std::vector<int64_t> sizes;
+  std::vector<std::vector<int64_t>> st(L.strides.size());
+  for (size_t d : keep) {
+    bool merge = !sizes.empty();
+    for (size_t k = 0; merge && k < L.strides.size(); ++k)
+      merge = st[k].back() == L.strides[k][d] * L.sizes[d];
+    if (merge) {
+      sizes.back() *= L.sizes[d];
+      for (size_t k = 0; k < L.strides.size(); ++k) st[k].back() = L.strides[k][d];
+    } else {
+      sizes.push_back(L.sizes[d]);
+      for (size_t k = 0; k < L.strides.size(); ++k) st[k].push_back(L.strides[k][d]);
+    }
+  }
+  const size_t base = out.sizes.size();
+  out.sizes.insert(out.sizes.end(), sizes.begin(), sizes.end());
+  for (size_t k = 0; k < L.strides.size(); ++k)
+    for (size_t i = 0; i < st[k].size(); ++i) out.strides[k][base + i] = st[k][i];
+}
+
+class CpuFusedKernel final : public Kernel {
+ public:
+  explicit CpuFusedKernel(const Node& n) : prog_(n.program), run_(cpu::select_interpreter()) {
+    for (const auto& ph : prog_->phases)
+      for (const PInstr& i : ph) has_minmax_ |= i.op == POp::RMax || i.op == POp::RMin;
+  }
+  const char* kind() const override { return "cpu_fused"; }
+  std::string describe() const override {
+    return std::string("cpu_fused ") + cpu::interpreter_isa() + ", " + std::to_string(prog_->phases.size()) +
+           (prog_->phases.size() == 1 ? " pass" : " passes per row") + ", " + std::to_string(prog_->num_regs) + " registers";
+  }
+
+  void run(Stack& stack) const override {
+    const Program& p = *prog_;
+    const size_t nin = p.inputs.size();
+    if (stack.size() != nin) throw std::invalid_argument("cpu_fused: expected " + std::to_string(nin) + " inputs");
+    std::vector<at::Tensor> in(nin);
+    for (size_t k = 0; k < nin; ++k) {
+      in[k] = stack[k].toTensor();
+      if (in[k].scalar_type() != p.inputs[k])
+        throw std::invalid_argument(std::string("cpu_fused: input ") + std::to_string(k) + " is " +
+                                    c10::toString(in[k].scalar_type()) + ", compiled for " + c10::toString(p.inputs[k]));
+      if (!in[k].device().is_cpu()) throw std::invalid_argument("cpu_fused: inputs must be CPU tensors");
+    }
+    // The domain: the inputs' shapes (with their pads) broadcast together.
+    std::vector<int64_t> D(p.rank, 1);
+    for (size_t k = 0; k < nin; ++k) {
+      const int64_t pr = in[k].dim() + p.input_pad[k];
+      if (pr > p.rank) throw std::invalid_argument("cpu_fused: an input has more dims than the compiled domain");
+      for (int64_t j = 0; j < in[k].dim(); ++j) {
+        const int64_t i = j + (p.rank - pr), s = in[k].size(j);
+        if (s == 1) continue;
+        if (D[i] != 1 && D[i] != s) throw std::invalid_argument("cpu_fused: inputs do not broadcast together");
+        D[i] = s;
+      }
+    }
+    const int rd = p.row_dims;
+    int64_t cols = 1;
+    for (int i = p.rank - rd; i < p.rank; ++i) cols *= D[i];
+    // Outputs, in eager's layouts.
+    std::vector<at::Tensor> out(p.outputs.size());
+    at::Tensor anchor;
+    for (const auto& t : in)
+      if (t.dim() == p.rank && t.sizes().equals(D)) {
+        anchor = t;
+        break;
+      }
+    for (size_t k = 0; k < out.size(); ++k) {
+      const ProgOutput& o = p.outputs[k];
+      auto opts = at::TensorOptions().dtype(o.dtype);
+      if (o.row) {
+        std::vector<int64_t> s(D.begin(), D.end() - rd);
+        if (o.keepdim) s.insert(s.end(), rd, 1);
+        out[k] = at::empty(s, opts);
+      } else {
+        c10::MemoryFormat f = o.format;
+        if (rd == 0) f = anchor.defined() && is_channels_last(anchor) ? anchor.suggest_memory_format() : c10::MemoryFormat::Contiguous;
+        if ((f == c10::MemoryFormat::ChannelsLast && p.rank != 4) || (f == c10::MemoryFormat::ChannelsLast3d && p.rank != 5))
+          f = c10::MemoryFormat::Contiguous;
+        out[k] = at::empty(D, opts.memory_format(f));
+      }
+    }
+    bool empty = false;
+    for (int64_t d : D) empty |= d == 0;
+    if (empty) {
+      if (rd > 0 && cols == 0 && has_minmax_)
+        throw std::invalid_argument("cpu_fused: a max/min reduction over an empty dimension (eager raises too)");
+      return finish(stack, out);
+    }
+    FusedCall call = layout(p, in, out, D);
+    if (call.ndim < 0) {  // a row that does not run on in some input's memory: make those contiguous
+      for (size_t k = 0; k < nin; ++k) {
+        std::vector<int64_t> padded = in[k].sizes().vec();
+        padded.insert(padded.end(), p.input_pad[k], 1);
+        std::vector<int64_t> full(D.begin() + (p.rank - static_cast<int64_t>(padded.size())), D.end());
+        in[k] = in[k].reshape(padded).expand(full).contiguous();
+      }
+      for (auto& o : out)
+        if (!o.is_contiguous()) o = o.contiguous();
+      call = layout(p, in, out, D);
+      if (call.ndim < 0) throw std::logic_error("cpu_fused: rows still do not merge after making inputs contiguous");
+    }
+    run_(call);
+    finish(stack, out);
+  }
+
+ private:
+  static void finish(Stack& stack, std::vector<at::Tensor>& out) {
+    stack.clear();
+    for (auto& t : out) stack.emplace_back(std::move(t));
+  }
+
+  // The call's operands over the domain, coalesced; ndim = -1 when a row does not merge.
+  FusedCall layout(const Program& p, const std::vector<at::Tensor>& in, const std::vector<at::Tensor>& out,
+                   const std::vector<int64_t>& D) const {
+    FusedCall c;
+    c.prog = &p;
+    c.rows = p.row_dims > 0;
+    Layout L;
+    L.sizes = D;
+    if (L.sizes.empty()) L.sizes = {1};  // a 0-d domain: one element
+    const size_t r = L.sizes.size();
+    for (size_t k = 0; k < in.size(); ++k) L.strides.push_back(D.empty() ? std::array<int64_t, kMaxDims>{} : domain_strides(in[k], p.input_pad[k], D));
+    for (size_t k = 0; k < out.size(); ++k) {
+      std::array<int64_t, kMaxDims> st{};
+      if (p.outputs[k].row) {
+        for (size_t i = 0; i + p.row_dims < r; ++i) st[i] = out[k].stride(i);
+      } else {
+        for (size_t i = 0; i < static_cast<size_t>(out[k].dim()); ++i) st[i] = out[k].stride(i);
+      }
+      L.strides.push_back(st);
+    }
+    Layout M;
+    M.strides.resize(L.strides.size());
+    const size_t split = c.rows ? r - p.row_dims : r;
+    if (split > 0) coalesce(L, 0, split, M);
+    if (c.rows) {  // the row must become the last dim alone: everything before it indexes rows
+      const size_t before = M.sizes.size();
+      coalesce(L, split, r, M);
+      if (M.sizes.size() - before != 1) {
+        c.ndim = -1;
+        return c;
+      }
+    }
+    if (M.sizes.size() > static_cast<size_t>(kMaxDims)) throw std::invalid_argument("cpu_fused: more than 8 dims");
+    c.ndim = static_cast<int>(M.sizes.size());
+    for (size_t i = 0; i < M.sizes.size(); ++i) c.sizes[i] = M.sizes[i];
+    // Inputs through const_data_ptr(): reading a write-guarded parameter must not copy it.
+    for (size_t k = 0; k < in.size(); ++k)
+      c.in.push_back(Operand{const_cast<void*>(in[k].const_data_ptr()), in[k].scalar_type(), M.strides[k]});
+    for (size_t k = 0; k < out.size(); ++k)
+      c.out.push_back(Operand{out[k].mutable_data_ptr(), out[k].scalar_type(), M.strides[in.size() + k]});
+    return c;
+  }
+
+  std::shared_ptr<const Program> prog_;
+  cpu::Interpreter run_;
+  bool has_minmax_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_cpu_fused_kernel(const Node& n) {
+  if (!n.program) return nullptr;
+  return std::make_unique<CpuFusedKernel>(n);
+}
+
+}  // namespace fxcpp

@@ -1,0 +1,530 @@
+// The cpu_fused interpreter: runs a Program over blocks of kBlock elements with
+// at::vec::Vectorized<float> (16 lanes under AVX-512, 8 under AVX2, scalar code otherwise).
+// This header is compiled once per instruction set (interp_{default,avx2,avx512}.cpp, each
+// with its own CPU_CAPABILITY, as ATen's kernels are) and the kernel picks one at run time.
+//
+// Per block, each register either points at kBlock fp32 values (its own buffer, or straight
+// into an fp32 input read contiguously: no copy) or holds one value for the whole block
+// (splat). One switch per instruction per block; each case is a vector loop over the block.
+#pragma once
+#include <ATen/Parallel.h>
+#include <ATen/cpu/vec/functional.h>
+#include <ATen/cpu/vec/vec.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "runtime/cpu/fused_call.h"
+
+namespace fxcpp::cpu {
+inline namespace CPU_CAPABILITY {
+
+using Vec = at::vec::Vectorized<float>;
+constexpr int64_t V = Vec::size();
+constexpr int64_t kBlock = 1024;   // a register is 4 KB: a transformer row (768, 1024) is one block
+constexpr int64_t kGrain = 32768;  // elements below which a loop stays on one thread (ATen's GRAIN_SIZE)
+
+// Register memory, 64-byte aligned: a 64-byte vector access to it never straddles two cache
+// lines (std::vector<float> gives 16).
+class AlignedFloats {
+ public:
+  void resize(size_t n) {
+    if (n <= cap_) return;
+    data_.reset(static_cast<float*>(std::aligned_alloc(64, ((n * sizeof(float) + 63) / 64) * 64)));
+    cap_ = n;
+  }
+  float& operator[](size_t i) { return data_.get()[i]; }
+
+ private:
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float, Free> data_;
+  size_t cap_ = 0;
+};
+
+inline float lane0(const Vec& v) {
+  float t[V];
+  v.store(t);
+  return t[0];
+}
+
+inline float load_one(c10::ScalarType t, const char* p) {
+  switch (t) {
+    case c10::kFloat: return *reinterpret_cast<const float*>(p);
+    case c10::kBFloat16: return static_cast<float>(*reinterpret_cast<const c10::BFloat16*>(p));
+    case c10::kHalf: return static_cast<float>(*reinterpret_cast<const c10::Half*>(p));
+    case c10::kBool: return *reinterpret_cast<const bool*>(p) ? 1.f : 0.f;
+    case c10::kByte: return static_cast<float>(*reinterpret_cast<const uint8_t*>(p));
+    case c10::kChar: return static_cast<float>(*reinterpret_cast<const int8_t*>(p));
+    case c10::kShort: return static_cast<float>(*reinterpret_cast<const int16_t*>(p));
+    case c10::kInt: return static_cast<float>(*reinterpret_cast<const int32_t*>(p));
+    case c10::kLong: return static_cast<float>(*reinterpret_cast<const int64_t*>(p));
+    default: return std::numeric_limits<float>::quiet_NaN();  // the pass never fuses other dtypes
+  }
+}
+
+inline void store_one(c10::ScalarType t, char* p, float v) {
+  switch (t) {
+    case c10::kFloat: *reinterpret_cast<float*>(p) = v; break;
+    case c10::kBFloat16: *reinterpret_cast<c10::BFloat16*>(p) = c10::BFloat16(v); break;
+    case c10::kHalf: *reinterpret_cast<c10::Half*>(p) = c10::Half(v); break;
+    case c10::kBool: *reinterpret_cast<bool*>(p) = v != 0.f; break;
+    default: break;  // the pass never stores other dtypes
+  }
+}
+
+// One thread's registers for one program.
+struct Regs {
+  AlignedFloats buf;
+  std::vector<const float*> ptr;
+  std::vector<uint8_t> splat;
+  std::vector<float> s, row;        // splat values; per-row reduction results
+  std::vector<Vec> acc;             // reduction accumulators (vector part)
+  std::vector<float> sacc;          // and their scalar part (tails, splat operands)
+  void reset(int n) {
+    buf.resize(static_cast<size_t>(n) * kBlock);
+    ptr.assign(n, nullptr);
+    splat.assign(n, 0);
+    s.assign(n, 0.f);
+    row.assign(n, 0.f);
+    acc.assign(n, Vec(0.f));
+    sacc.assign(n, 0.f);
+  }
+  float* w(int r) {  // the register's own buffer, to be written
+    splat[r] = 0;
+    float* p = &buf[static_cast<size_t>(r) * kBlock];
+    ptr[r] = p;
+    return p;
+  }
+  void set_splat(int r, float v) {
+    splat[r] = 1;
+    s[r] = v;
+  }
+};
+
+// Where one block's operands lie.
+struct Block {
+  int64_t n = 0;
+  std::vector<const char*> in;
+  std::vector<int64_t> in_stride;  // inner stride, elements
+  std::vector<char*> out;
+  std::vector<int64_t> out_stride;
+  std::vector<char*> row_out;      // row outputs: this row's element
+  bool first_in_row = true;
+  float cols = 1.f;
+};
+
+inline void load(Regs& R, int dst, c10::ScalarType t, const char* p, int64_t stride, int64_t n) {
+  if (stride == 0) return R.set_splat(dst, load_one(t, p));
+  if (stride == 1 && t == c10::kFloat) {  // read in place
+    R.splat[dst] = 0;
+    R.ptr[dst] = reinterpret_cast<const float*>(p);
+    return;
+  }
+  float* d = R.w(dst);
+  const int64_t es = static_cast<int64_t>(c10::elementSize(t));
+  int64_t i = 0;
+  if (stride == 1 && t == c10::kBFloat16) {
+    const auto* q = reinterpret_cast<const c10::BFloat16*>(p);
+    for (; i + V <= n; i += V) {
+      Vec v;
+      at::vec::load_fp32_from_bf16(q + i, v);
+      v.store(d + i);
+    }
+  } else if (stride == 1 && t == c10::kHalf) {
+    const auto* q = reinterpret_cast<const c10::Half*>(p);
+    for (; i + V <= n; i += V) {
+      Vec v;
+      at::vec::load_fp32_from_fp16(q + i, v);
+      v.store(d + i);
+    }
+  }
+  for (; i < n; ++i) d[i] = load_one(t, p + i * stride * es);
+}
+
+inline void store(const Regs& R, int reg, c10::ScalarType t, char* p, int64_t stride, int64_t n) {
+  if (!R.splat[reg] && static_cast<const void*>(R.ptr[reg]) == p) return;  // already written there
+  const int64_t es = static_cast<int64_t>(c10::elementSize(t));
+  if (R.splat[reg]) {
+    for (int64_t i = 0; i < n; ++i) store_one(t, p + i * stride * es, R.s[reg]);
+    return;
+  }
+  const float* a = R.ptr[reg];
+  int64_t i = 0;
+  if (stride == 1 && t == c10::kFloat) {
+    auto* d = reinterpret_cast<float*>(p);
+    for (; i + V <= n; i += V) Vec::loadu(a + i).store(d + i);
+    if (i < n) Vec::loadu(a + i, n - i).store(d + i, n - i);
+    return;
+  }
+  if (stride == 1 && t == c10::kBFloat16) {
+    auto* d = reinterpret_cast<c10::BFloat16*>(p);
+    for (; i + 2 * V <= n; i += 2 * V) at::vec::convert_float_bfloat16(Vec::loadu(a + i), Vec::loadu(a + i + V)).store(d + i);
+  } else if (stride == 1 && t == c10::kHalf) {
+    auto* d = reinterpret_cast<c10::Half*>(p);
+    for (; i + 2 * V <= n; i += 2 * V) at::vec::convert_float_half(Vec::loadu(a + i), Vec::loadu(a + i + V)).store(d + i);
+  }
+  for (; i < n; ++i) store_one(t, p + i * stride * es, a[i]);
+}
+
+// Where an instruction writes: its register's buffer, or straight into its output (I.out).
+inline float* dest(Regs& R, const PInstr& I, float* direct) {
+  if (!direct) return R.w(I.dst);
+  R.splat[I.dst] = 0;
+  R.ptr[I.dst] = direct;
+  return direct;
+}
+
+template <typename F>
+inline void unary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nullptr) {
+  if (R.splat[I.a]) return R.set_splat(I.dst, lane0(f(Vec(R.s[I.a]))));
+  const float* a = R.ptr[I.a];
+  float* d = dest(R, I, direct);
+  int64_t i = 0;
+  for (; i + V <= n; i += V) f(Vec::loadu(a + i)).store(d + i);
+  if (i < n) f(Vec::loadu(a + i, n - i)).store(d + i, n - i);
+}
+
+template <bool SA, bool SB, typename F>
+inline void binary_loop(const float* a, Vec va, const float* b, Vec vb, float* d, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + V <= n; i += V) f(SA ? va : Vec::loadu(a + i), SB ? vb : Vec::loadu(b + i)).store(d + i);
+  if (i < n) f(SA ? va : Vec::loadu(a + i, n - i), SB ? vb : Vec::loadu(b + i, n - i)).store(d + i, n - i);
+}
+
+template <typename F>
+inline void binary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nullptr) {
+  const bool sa = R.splat[I.a], sb = R.splat[I.b];
+  if (sa && sb) return R.set_splat(I.dst, lane0(f(Vec(R.s[I.a]), Vec(R.s[I.b]))));
+  const float *a = R.ptr[I.a], *b = R.ptr[I.b];
+  const Vec va(R.s[I.a]), vb(R.s[I.b]);
+  float* d = dest(R, I, direct);
+  if (sa) binary_loop<true, false>(a, va, b, vb, d, n, f);
+  else if (sb) binary_loop<false, true>(a, va, b, vb, d, n, f);
+  else binary_loop<false, false>(a, va, b, vb, d, n, f);
+}
+
+template <typename F>
+inline void ternary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nullptr) {
+  const bool sa = R.splat[I.a], sb = R.splat[I.b], sc = R.splat[I.c];
+  if (sa && sb && sc) return R.set_splat(I.dst, lane0(f(Vec(R.s[I.a]), Vec(R.s[I.b]), Vec(R.s[I.c]))));
+  const float *a = R.ptr[I.a], *b = R.ptr[I.b], *c = R.ptr[I.c];
+  const Vec va(R.s[I.a]), vb(R.s[I.b]), vc(R.s[I.c]);
+  float* d = dest(R, I, direct);
+  auto get = [](bool splat, const float* p, const Vec& v, int64_t i, int64_t cnt) { return splat ? v : Vec::loadu(p + i, cnt); };
+  int64_t i = 0;
+  for (; i + V <= n; i += V) f(get(sa, a, va, i, V), get(sb, b, vb, i, V), get(sc, c, vc, i, V)).store(d + i);
+  if (i < n) f(get(sa, a, va, i, n - i), get(sb, b, vb, i, n - i), get(sc, c, vc, i, n - i)).store(d + i, n - i);
+}
+
+inline Vec sigmoid(const Vec& x) { return Vec(1.f) / (Vec(1.f) + x.neg().exp()); }
+inline Vec nonzero(const Vec& x) { return x.ne(Vec(0.f)); }  // 1 where x != 0 (NaN counts as true, as bool(nan))
+
+// sum((a - b)^2) or sum(exp(a - b)) over the block, into the accumulator (b a vector or a splat).
+inline void reduce_with_prologue(Regs& R, const PInstr& I, int64_t n) {
+  const int r = I.dst;
+  const bool sq = I.op == POp::RSumSq;
+  auto term = [sq](const Vec& a, const Vec& b) { return sq ? (a - b) * (a - b) : (a - b).exp(); };
+  if (R.splat[I.a] && R.splat[I.b]) {
+    R.sacc[r] += lane0(term(Vec(R.s[I.a]), Vec(R.s[I.b]))) * static_cast<float>(n);
+    return;
+  }
+  auto get = [&](int x, int64_t i, int64_t cnt) { return R.splat[x] ? Vec(R.s[x]) : Vec::loadu(R.ptr[x] + i, cnt); };
+  Vec acc0 = R.acc[r], acc1(0.f);
+  int64_t i = 0;
+  for (; i + 2 * V <= n; i += 2 * V) {
+    acc0 = acc0 + term(get(I.a, i, V), get(I.b, i, V));
+    acc1 = acc1 + term(get(I.a, i + V, V), get(I.b, i + V, V));
+  }
+  for (; i + V <= n; i += V) acc0 = acc0 + term(get(I.a, i, V), get(I.b, i, V));
+  R.acc[r] = acc0 + acc1;
+  for (; i < n; ++i) {
+    const float a = R.splat[I.a] ? R.s[I.a] : R.ptr[I.a][i], b = R.splat[I.b] ? R.s[I.b] : R.ptr[I.b][i];
+    R.sacc[r] += sq ? (a - b) * (a - b) : std::exp(a - b);
+  }
+}
+
+// A reduction's vector part; NaN propagates through max/min (eager's amax/amin).
+inline void reduce(Regs& R, const PInstr& I, int64_t n) {
+  if (I.op == POp::RSumSq || I.op == POp::RSumExp) return reduce_with_prologue(R, I, n);
+  const int r = I.dst;
+  if (R.splat[I.a]) {
+    const float v = R.s[I.a];
+    if (I.op == POp::RSum) R.sacc[r] += v * static_cast<float>(n);
+    else if (std::isnan(v) || std::isnan(R.sacc[r])) R.sacc[r] = std::numeric_limits<float>::quiet_NaN();
+    else R.sacc[r] = I.op == POp::RMax ? std::max(R.sacc[r], v) : std::min(R.sacc[r], v);
+    return;
+  }
+  const float* a = R.ptr[I.a];
+  int64_t i = 0;
+  // Four independent accumulators: one would wait on its own latency every vector.
+  Vec acc0 = R.acc[r], acc1 = R.acc[r], acc2 = R.acc[r], acc3 = R.acc[r];
+  if (I.op == POp::RSum) {
+    acc1 = acc2 = acc3 = Vec(0.f);
+    for (; i + 4 * V <= n; i += 4 * V) {
+      acc0 = acc0 + Vec::loadu(a + i);
+      acc1 = acc1 + Vec::loadu(a + i + V);
+      acc2 = acc2 + Vec::loadu(a + i + 2 * V);
+      acc3 = acc3 + Vec::loadu(a + i + 3 * V);
+    }
+    for (; i + V <= n; i += V) acc0 = acc0 + Vec::loadu(a + i);
+    if (i < n) acc0 = acc0 + Vec::loadu(a + i, n - i);  // zero-filled lanes
+    i = n;
+    R.acc[r] = (acc0 + acc1) + (acc2 + acc3);
+  } else {
+    auto pick = [&](const Vec& x, const Vec& y) { return I.op == POp::RMax ? at::vec::maximum(x, y) : at::vec::minimum(x, y); };
+    for (; i + 4 * V <= n; i += 4 * V) {
+      acc0 = pick(acc0, Vec::loadu(a + i));
+      acc1 = pick(acc1, Vec::loadu(a + i + V));
+      acc2 = pick(acc2, Vec::loadu(a + i + 2 * V));
+      acc3 = pick(acc3, Vec::loadu(a + i + 3 * V));
+    }
+    for (; i + V <= n; i += V) acc0 = pick(acc0, Vec::loadu(a + i));
+    R.acc[r] = pick(pick(acc0, acc1), pick(acc2, acc3));
+  }
+  for (; i < n; ++i) {
+    const float v = a[i];
+    if (std::isnan(v) || std::isnan(R.sacc[r])) R.sacc[r] = std::numeric_limits<float>::quiet_NaN();
+    else R.sacc[r] = I.op == POp::RMax ? std::max(R.sacc[r], v) : std::min(R.sacc[r], v);
+  }
+}
+
+inline bool is_sum(POp op) { return op == POp::RSum || op == POp::RSumSq || op == POp::RSumExp; }
+
+inline void start_reduction(Regs& R, const PInstr& I) {
+  const float init = is_sum(I.op) ? 0.f : I.op == POp::RMax ? -std::numeric_limits<float>::infinity()
+                                                            : std::numeric_limits<float>::infinity();
+  R.acc[I.dst] = Vec(init);
+  R.sacc[I.dst] = init;
+}
+
+inline float finish_reduction(const Regs& R, const PInstr& I) {
+  float lanes[V];
+  R.acc[I.dst].store(lanes);
+  float v = R.sacc[I.dst];
+  for (int64_t k = 0; k < V; ++k) {
+    if (is_sum(I.op)) v += lanes[k];
+    else if (std::isnan(lanes[k]) || std::isnan(v)) v = std::numeric_limits<float>::quiet_NaN();
+    else v = I.op == POp::RMax ? std::max(v, lanes[k]) : std::min(v, lanes[k]);
+  }
+  return v;
+}
+
+// The elementwise ops, written once for both interpreters: calls un(I, f), bin(I, f) or
+// ter(I, f) with f over Vectorized<float> operands.
+template <typename Un, typename Bin, typename Ter>
+inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
+  using P = POp;
+  switch (I.op) {
+    case P::Neg: return un(I, [](Vec x) { return x.neg(); });
+    case P::Abs: return un(I, [](Vec x) { return x.abs(); });
+    case P::Exp: return un(I, [](Vec x) { return x.exp(); });
+    case P::Expm1: return un(I, [](Vec x) { return x.expm1(); });
+    case P::Log: return un(I, [](Vec x) { return x.log(); });
+    case P::Log1p: return un(I, [](Vec x) { return x.log1p(); });
+    case P::Sqrt: return un(I, [](Vec x) { return x.sqrt(); });
+    case P::Rsqrt: return un(I, [](Vec x) { return x.rsqrt(); });
+    case P::Recip: return un(I, [](Vec x) { return x.reciprocal(); });
+    case P::Sin: return un(I, [](Vec x) { return x.sin(); });
+    case P::Cos: return un(I, [](Vec x) { return x.cos(); });
+    case P::Tanh: return un(I, [](Vec x) { return x.tanh(); });
+    case P::Sigmoid: return un(I, [](Vec x) { return sigmoid(x); });
+    case P::Erf: return un(I, [](Vec x) { return x.erf(); });
+    case P::Relu: return un(I, [](Vec x) { return at::vec::clamp_min(x, Vec(0.f)); });  // max(0, x): NaN kept
+    case P::GeluErf:
+      return un(I, [](Vec x) { return x * Vec(0.5f) * (Vec(1.f) + (x * Vec(static_cast<float>(M_SQRT1_2))).erf()); });
+    case P::GeluTanh:
+      return un(I, [](Vec x) {
+        const Vec inner = Vec(static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5)) * (x + Vec(0.044715f) * x * x * x);
+        return Vec(0.5f) * x * (Vec(1.f) + inner.tanh());
+      });
+    case P::Silu: return un(I, [](Vec x) { return x / (Vec(1.f) + x.neg().exp()); });
+    case P::Hardswish:
+      return un(I, [](Vec x) { return x * at::vec::minimum(at::vec::maximum(x + Vec(3.f), Vec(0.f)), Vec(6.f)) / Vec(6.f); });
+    case P::Hardsigmoid:
+      return un(I, [](Vec x) { return at::vec::minimum(at::vec::maximum(x + Vec(3.f), Vec(0.f)), Vec(6.f)) / Vec(6.f); });
+    case P::LeakyRelu: return un(I, [s = Vec(I.imm)](Vec x) { return Vec::blendv(x * s, x, x > Vec(0.f)); });
+    case P::Elu: return un(I, [al = Vec(I.imm)](Vec x) { return Vec::blendv(al * x.expm1(), x, x > Vec(0.f)); });
+    case P::Floor: return un(I, [](Vec x) { return x.floor(); });
+    case P::Ceil: return un(I, [](Vec x) { return x.ceil(); });
+    case P::Round: return un(I, [](Vec x) { return x.round(); });
+    case P::Trunc: return un(I, [](Vec x) { return x.trunc(); });
+    case P::Sign:  // (0 < x) - (x < 0), NaN kept: eager's sign for floats
+      return un(I, [](Vec x) { return Vec::blendv(x.gt(Vec(0.f)) - x.lt(Vec(0.f)), x, x.isnan()); });
+    case P::IsNan: return un(I, [](Vec x) { return x.isnan() & Vec(1.f); });
+    case P::Not: return un(I, [](Vec x) { return x.eq(Vec(0.f)); });
+    case P::Square: return un(I, [](Vec x) { return x * x; });
+    case P::Add: return bin(I, [](Vec a, Vec b) { return a + b; });
+    case P::Sub: return bin(I, [](Vec a, Vec b) { return a - b; });
+    case P::Mul: return bin(I, [](Vec a, Vec b) { return a * b; });
+    case P::Div: return bin(I, [](Vec a, Vec b) { return a / b; });
+    case P::Max: return bin(I, [](Vec a, Vec b) { return at::vec::maximum(a, b); });
+    case P::Min: return bin(I, [](Vec a, Vec b) { return at::vec::minimum(a, b); });
+    case P::Pow: return bin(I, [](Vec a, Vec b) { return a.pow(b); });
+    case P::Eq: return bin(I, [](Vec a, Vec b) { return a.eq(b); });
+    case P::Ne: return bin(I, [](Vec a, Vec b) { return a.ne(b); });
+    case P::Lt: return bin(I, [](Vec a, Vec b) { return a.lt(b); });
+    case P::Le: return bin(I, [](Vec a, Vec b) { return a.le(b); });
+    case P::Gt: return bin(I, [](Vec a, Vec b) { return a.gt(b); });
+    case P::Ge: return bin(I, [](Vec a, Vec b) { return a.ge(b); });
+    case P::And: return bin(I, [](Vec a, Vec b) { return nonzero(a) * nonzero(b); });
+    case P::Or: return bin(I, [](Vec a, Vec b) { return at::vec::maximum(nonzero(a), nonzero(b)); });
+    case P::Where: return ter(I, [](Vec c, Vec a, Vec b) { return Vec::blendv(b, a, c != Vec(0.f)); });
+    case P::Clamp:  // min(max(x, lo), hi), NaN in x kept (eager's clamp)
+      return ter(I, [](Vec x, Vec lo, Vec hi) { return at::vec::clamp(x, lo, hi); });
+    case P::MulAdd: return ter(I, [](Vec a, Vec b, Vec c) { return at::vec::fmadd(a, b, c); });
+    case P::SubMul: return ter(I, [](Vec a, Vec b, Vec c) { return (a - b) * c; });
+    case P::ExpSub: return bin(I, [](Vec a, Vec b) { return (a - b).exp(); });
+    default: return;  // loads, stores and reductions are each interpreter's own
+  }
+}
+
+inline void run_block(const std::vector<PInstr>& code, const FusedCall& c, Regs& R, const Block& B) {
+  const int64_t n = B.n;
+  using P = POp;
+  // An fp32 output contiguous along the block is written in place by the instruction computing it.
+  auto direct = [&](const PInstr& I) -> float* {
+    if (I.out < 0 || B.out_stride[I.out] != 1 || c.out[I.out].dtype != c10::kFloat) return nullptr;
+    return reinterpret_cast<float*>(B.out[I.out]);
+  };
+  auto un = [&](const PInstr& I, auto f) { unary(R, I, n, f, direct(I)); };
+  auto bin = [&](const PInstr& I, auto f) { binary(R, I, n, f, direct(I)); };
+  auto ter = [&](const PInstr& I, auto f) { ternary(R, I, n, f, direct(I)); };
+  for (const PInstr& I : code) {
+    switch (I.op) {
+      case P::Load: load(R, I.dst, c.in[I.a].dtype, B.in[I.a], B.in_stride[I.a], n); break;
+      case P::Cols: R.set_splat(I.dst, B.cols); break;
+      case P::Const: R.set_splat(I.dst, I.imm); break;
+      case P::RSum:
+      case P::RMax:
+      case P::RMin:
+      case P::RSumSq:
+      case P::RSumExp: reduce(R, I, n); break;
+      case P::Store: store(R, I.b, c.out[I.a].dtype, B.out[I.a], B.out_stride[I.a], n); break;
+      case P::StoreRow:
+        if (B.first_in_row) store(R, I.b, c.out[I.a].dtype, B.row_out[I.a], 0, 1);
+        break;
+      default: eval_op(I, un, bin, ter); break;
+    }
+  }
+}
+
+// Element offsets of every operand along the outer dims (all but the inner one), stepped
+// one outer index at a time: divisions only where a task starts.
+struct OuterCursor {
+  const FusedCall& c;
+  std::array<int64_t, kMaxDims> idx{};
+  std::vector<int64_t> in_off, out_off;
+  OuterCursor(const FusedCall& call, int64_t o) : c(call), in_off(call.in.size(), 0), out_off(call.out.size(), 0) {
+    for (int d = c.ndim - 2; d >= 0; --d) {
+      idx[d] = o % c.sizes[d];
+      o /= c.sizes[d];
+      for (size_t k = 0; k < c.in.size(); ++k) in_off[k] += idx[d] * c.in[k].strides[d];
+      for (size_t k = 0; k < c.out.size(); ++k) out_off[k] += idx[d] * c.out[k].strides[d];
+    }
+  }
+  void next() {
+    for (int d = c.ndim - 2; d >= 0; --d) {
+      const int64_t step = ++idx[d] < c.sizes[d] ? 1 : 1 - c.sizes[d];
+      for (size_t k = 0; k < c.in.size(); ++k) in_off[k] += step * c.in[k].strides[d];
+      for (size_t k = 0; k < c.out.size(); ++k) out_off[k] += step * c.out[k].strides[d];
+      if (step == 1) return;
+      idx[d] = 0;
+    }
+  }
+};
+
+inline void run_pointwise(const FusedCall& c) {
+  const Program& p = *c.prog;
+  const int64_t inner = c.sizes[c.ndim - 1];
+  int64_t outer = 1;
+  for (int d = 0; d + 1 < c.ndim; ++d) outer *= c.sizes[d];
+  const int64_t nb = (inner + kBlock - 1) / kBlock;
+  const int64_t per_item = std::min(inner, kBlock);
+  at::parallel_for(0, outer * nb, std::max<int64_t>(1, kGrain / std::max<int64_t>(per_item, 1)), [&](int64_t b0, int64_t b1) {
+    thread_local Regs R;
+    R.reset(p.num_regs);
+    Block B;
+    B.in.resize(c.in.size());
+    B.in_stride.resize(c.in.size());
+    B.out.resize(c.out.size());
+    B.out_stride.resize(c.out.size());
+    for (size_t k = 0; k < c.in.size(); ++k) B.in_stride[k] = c.in[k].strides[c.ndim - 1];
+    for (size_t k = 0; k < c.out.size(); ++k) B.out_stride[k] = c.out[k].strides[c.ndim - 1];
+    OuterCursor cur(c, b0 / nb);
+    for (int64_t it = b0; it < b1; ++it) {
+      const int64_t i0 = (it % nb) * kBlock;
+      if (it != b0 && i0 == 0) cur.next();
+      const auto& in_off = cur.in_off;
+      const auto& out_off = cur.out_off;
+      B.n = std::min(kBlock, inner - i0);
+      for (size_t k = 0; k < c.in.size(); ++k)
+        B.in[k] = static_cast<const char*>(c.in[k].data) +
+                  (in_off[k] + i0 * B.in_stride[k]) * static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
+      for (size_t k = 0; k < c.out.size(); ++k)
+        B.out[k] = static_cast<char*>(c.out[k].data) +
+                   (out_off[k] + i0 * B.out_stride[k]) * static_cast<int64_t>(c10::elementSize(c.out[k].dtype));
+      run_block(p.phases[0], c, R, B);
+    }
+  });
+}
+
+inline void run_rows(const FusedCall& c) {
+  const Program& p = *c.prog;
+  const int64_t cols = c.sizes[c.ndim - 1];
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < c.ndim; ++d) rows *= c.sizes[d];
+  at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(cols, 1)), [&](int64_t r0, int64_t r1) {
+    thread_local Regs R;
+    R.reset(p.num_regs);
+    Block B;
+    B.in.resize(c.in.size());
+    B.in_stride.resize(c.in.size());
+    B.out.resize(c.out.size());
+    B.out_stride.resize(c.out.size());
+    B.row_out.resize(c.out.size());
+    B.cols = static_cast<float>(cols);
+    std::vector<int> ready;  // registers holding this row's reduction results
+    for (size_t k = 0; k < c.in.size(); ++k) B.in_stride[k] = c.in[k].strides[c.ndim - 1];
+    for (size_t k = 0; k < c.out.size(); ++k) B.out_stride[k] = p.outputs[k].row ? 0 : c.out[k].strides[c.ndim - 1];
+    OuterCursor cur(c, r0);
+    for (int64_t r = r0; r < r1; ++r) {
+      if (r != r0) cur.next();
+      const auto& in_off = cur.in_off;
+      const auto& out_off = cur.out_off;
+      for (size_t k = 0; k < c.out.size(); ++k)
+        B.row_out[k] = static_cast<char*>(c.out[k].data) + out_off[k] * static_cast<int64_t>(c10::elementSize(c.out[k].dtype));
+      ready.clear();
+      for (const auto& code : p.phases) {
+        for (const PInstr& I : code)
+          if (pop_is_reduction(I.op)) start_reduction(R, I);
+        for (int64_t c0 = 0; c0 < std::max<int64_t>(cols, 1); c0 += kBlock) {
+          B.n = std::min(kBlock, cols - c0);
+          if (B.n <= 0) break;
+          B.first_in_row = c0 == 0;
+          for (size_t k = 0; k < c.in.size(); ++k)
+            B.in[k] = static_cast<const char*>(c.in[k].data) +
+                      (in_off[k] + c0 * B.in_stride[k]) * static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
+          for (size_t k = 0; k < c.out.size(); ++k)
+            B.out[k] = B.row_out[k] + c0 * B.out_stride[k] * static_cast<int64_t>(c10::elementSize(c.out[k].dtype));
+          for (int reg : ready) R.set_splat(reg, R.row[reg]);
+          run_block(code, c, R, B);
+        }
+        for (const PInstr& I : code)
+          if (pop_is_reduction(I.op)) {
+            R.row[I.dst] = finish_reduction(R, I);
+            ready.push_back(I.dst);
+          }
+      }
+    }
+  });
+}
+
+}  // namespace CPU_CAPABILITY
+}  // namespace fxcpp::cpu

@@ -1,0 +1,7 @@
+// The cpu_fused interpreter built for AVX2 (flags and CPU_CAPABILITY set in CMakeLists.txt).
+#include "runtime/cpu/interp.h"
+#include "runtime/cpu/interp_rows.h"
+
+namespace fxcpp::cpu {
+void run_AVX2(const FusedCall& c) { run(c); }
+}  // namespace fxcpp::cpu

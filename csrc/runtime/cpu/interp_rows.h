@@ -1,0 +1,340 @@
+// Row programs over short rows (a transformer's hidden size, a softmax over a sequence):
+// a block holds m whole rows, every phase runs over the block before the next, and every
+// instruction runs once per block, not once per row (the per-row fixed cost of decoding and
+// dispatching ~20 instructions was most of a LayerNorm's time).
+//
+// A register, in a block of m rows of length L, is one of
+//   Rows    element (j, i) at ptr[j * stride + i]: an fp32 input read in place (stride is its
+//           row stride: 0 for a weight shared by all rows), or a computed value (stride L);
+//   PerRow  one value per row (a reduction's result, a [rows, 1] input);
+//   Splat   one value for the block (constants).
+// Part of interp.h: compiled once per instruction set with it.
+#pragma once
+#include "runtime/cpu/interp.h"
+
+namespace fxcpp::cpu {
+inline namespace CPU_CAPABILITY {
+
+constexpr int64_t kPackCap = 8192;   // elements per register: rows up to 4096 (LLaMA's hidden size) fit
+constexpr int64_t kPackRows = 8192;  // aim for this many elements per block when rows are short
+
+struct PReg {
+  enum Kind : uint8_t { Rows, PerRow, Splat } kind = Splat;
+  const float* ptr = nullptr;
+  int64_t stride = 0;
+  float s = 0.f;
+  const float* vals = nullptr;  // PerRow: m values
+};
+
+struct PRegs {
+  AlignedFloats buf;
+  std::vector<PReg> r;
+  void reset(int n) {
+    buf.resize(static_cast<size_t>(n) * kPackCap);
+    r.assign(n, PReg{});
+  }
+  float* own(int reg) { return &buf[static_cast<size_t>(reg) * kPackCap]; }
+};
+
+struct PBlock {
+  int64_t m = 1, L = 0;
+  std::vector<const char*> in;  // row 0 of the block, per input
+  std::vector<int64_t> in_inner, in_row;
+  std::vector<char*> out;
+  std::vector<int64_t> out_inner, out_row;
+};
+
+// An operand of one row j: a pointer to L values, or a scalar.
+struct RowOperand {
+  const float* p = nullptr;
+  Vec v{0.f};
+  bool scalar = true;
+};
+inline RowOperand operand(const PReg& x, int64_t j) {
+  RowOperand o;
+  if (x.kind == PReg::Rows) {
+    o.p = x.ptr + j * x.stride;
+    o.scalar = false;
+  } else {
+    o.v = Vec(x.kind == PReg::PerRow ? x.vals[j] : x.s);
+  }
+  return o;
+}
+inline Vec get(const RowOperand& o, int64_t i, int64_t cnt) { return o.scalar ? o.v : Vec::loadu(o.p + i, cnt); }
+
+// dst = f(operands...), elementwise. The result is Rows if any operand is, else PerRow if any
+// is, else Splat.
+// Where a Rows result goes: the register's buffer (row stride L), or straight into an output.
+struct PDest {
+  float* ptr = nullptr;
+  int64_t stride = 0;
+};
+
+template <int N, typename F>
+inline void apply(PRegs& R, int dst, const std::array<int, N>& ops, const PBlock& B, F f, PDest direct = {}) {
+  PReg::Kind kind = PReg::Splat;
+  for (int a : ops) kind = std::min(kind, R.r[a].kind);  // Rows < PerRow < Splat
+  std::array<PReg, N> x;
+  for (int k = 0; k < N; ++k) x[k] = R.r[ops[k]];
+  float* d = R.own(dst);
+  auto call = [&](const std::array<Vec, N>& v) {
+    if constexpr (N == 1) return f(v[0]);
+    else if constexpr (N == 2) return f(v[0], v[1]);
+    else return f(v[0], v[1], v[2]);
+  };
+  if (kind == PReg::Splat) {
+    std::array<Vec, N> v;
+    for (int k = 0; k < N; ++k) v[k] = Vec(x[k].s);
+    R.r[dst] = PReg{PReg::Splat, nullptr, 0, lane0(call(v)), nullptr};
+    return;
+  }
+  if (kind == PReg::PerRow) {  // m values, as a short vector
+    for (int64_t j = 0; j < B.m; j += V) {
+      const int64_t cnt = std::min<int64_t>(V, B.m - j);
+      std::array<Vec, N> v;
+      for (int k = 0; k < N; ++k) v[k] = x[k].kind == PReg::PerRow ? Vec::loadu(x[k].vals + j, cnt) : Vec(x[k].s);
+      call(v).store(d + j, cnt);
+    }
+    R.r[dst] = PReg{PReg::PerRow, nullptr, 0, 0.f, d};
+    return;
+  }
+  const int64_t dstride = direct.ptr ? direct.stride : B.L;
+  if (direct.ptr) d = direct.ptr;
+  for (int64_t j = 0; j < B.m; ++j) {
+    std::array<RowOperand, N> o;
+    for (int k = 0; k < N; ++k) o[k] = operand(x[k], j);
+    float* dj = d + j * dstride;
+    int64_t i = 0;
+    std::array<Vec, N> v;
+    for (; i + V <= B.L; i += V) {
+      for (int k = 0; k < N; ++k) v[k] = get(o[k], i, V);
+      call(v).store(dj + i);
+    }
+    if (i < B.L) {
+      for (int k = 0; k < N; ++k) v[k] = get(o[k], i, B.L - i);
+      call(v).store(dj + i, B.L - i);
+    }
+  }
+  R.r[dst] = PReg{PReg::Rows, d, dstride, 0.f, nullptr};
+}
+
+inline void pload(PRegs& R, int dst, c10::ScalarType t, const char* p, int64_t inner, int64_t row, const PBlock& B) {
+  const int64_t es = static_cast<int64_t>(c10::elementSize(t));
+  if (inner == 0 && row == 0) {
+    R.r[dst] = PReg{PReg::Splat, nullptr, 0, load_one(t, p), nullptr};
+    return;
+  }
+  float* d = R.own(dst);
+  if (inner == 0) {  // one value per row
+    for (int64_t j = 0; j < B.m; ++j) d[j] = load_one(t, p + j * row * es);
+    R.r[dst] = PReg{PReg::PerRow, nullptr, 0, 0.f, d};
+    return;
+  }
+  if (inner == 1 && t == c10::kFloat) {  // read in place
+    R.r[dst] = PReg{PReg::Rows, reinterpret_cast<const float*>(p), row, 0.f, nullptr};
+    return;
+  }
+  const int64_t rows = row == 0 ? 1 : B.m;  // a row shared by all rows is widened once
+  for (int64_t j = 0; j < rows; ++j) {
+    const char* q = p + j * row * es;
+    float* dj = d + j * B.L;
+    int64_t i = 0;
+    if (inner == 1 && t == c10::kBFloat16) {
+      for (; i + V <= B.L; i += V) {
+        Vec v;
+        at::vec::load_fp32_from_bf16(reinterpret_cast<const c10::BFloat16*>(q) + i, v);
+        v.store(dj + i);
+      }
+    } else if (inner == 1 && t == c10::kHalf) {
+      for (; i + V <= B.L; i += V) {
+        Vec v;
+        at::vec::load_fp32_from_fp16(reinterpret_cast<const c10::Half*>(q) + i, v);
+        v.store(dj + i);
+      }
+    }
+    for (; i < B.L; ++i) dj[i] = load_one(t, q + i * inner * es);
+  }
+  R.r[dst] = PReg{PReg::Rows, d, row == 0 ? 0 : B.L, 0.f, nullptr};
+}
+
+// sum((a - b)^2) or sum(exp(a - b)) per row.
+inline void preduce_with_prologue(PRegs& R, const PInstr& I, const PBlock& B) {
+  const PReg xa = R.r[I.a], xb = R.r[I.b];
+  const bool sq = I.op == POp::RSumSq;
+  auto term = [sq](const Vec& a, const Vec& b) { return sq ? (a - b) * (a - b) : (a - b).exp(); };
+  float* d = R.own(I.dst);
+  for (int64_t j = 0; j < B.m; ++j) {
+    const RowOperand a = operand(xa, j), b = operand(xb, j);
+    if (a.scalar && b.scalar) {
+      d[j] = lane0(term(a.v, b.v)) * static_cast<float>(B.L);
+      continue;
+    }
+    Vec s0(0.f), s1(0.f);
+    int64_t i = 0;
+    for (; i + 2 * V <= B.L; i += 2 * V) {
+      s0 = s0 + term(get(a, i, V), get(b, i, V));
+      s1 = s1 + term(get(a, i + V, V), get(b, i + V, V));
+    }
+    for (; i + V <= B.L; i += V) s0 = s0 + term(get(a, i, V), get(b, i, V));
+    float tail = 0.f;
+    for (; i < B.L; ++i) {
+      const float va = a.scalar ? lane0(a.v) : a.p[i], vb = b.scalar ? lane0(b.v) : b.p[i];
+      tail += sq ? (va - vb) * (va - vb) : std::exp(va - vb);
+    }
+    d[j] = at::vec::vec_reduce_all<float>([](Vec p, Vec q) { return p + q; }, s0 + s1) + tail;
+  }
+  R.r[I.dst] = PReg{PReg::PerRow, nullptr, 0, 0.f, d};
+}
+
+inline void preduce(PRegs& R, const PInstr& I, const PBlock& B) {
+  if (I.op == POp::RSumSq || I.op == POp::RSumExp) return preduce_with_prologue(R, I, B);
+  const PReg x = R.r[I.a];
+  float* d = R.own(I.dst);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto combine = [&](float a, float b) {
+    if (I.op == POp::RSum) return a + b;
+    if (std::isnan(a) || std::isnan(b)) return nan;
+    return I.op == POp::RMax ? std::max(a, b) : std::min(a, b);
+  };
+  for (int64_t j = 0; j < B.m; ++j) {
+    if (x.kind != PReg::Rows) {
+      const float v = x.kind == PReg::PerRow ? x.vals[j] : x.s;
+      d[j] = I.op == POp::RSum ? v * static_cast<float>(B.L) : v;
+      continue;
+    }
+    const float* a = x.ptr + j * x.stride;
+    int64_t i = 0;
+    if (I.op == POp::RSum) {
+      Vec s0(0.f), s1(0.f), s2(0.f), s3(0.f);  // independent sums: one would wait on its own latency
+      for (; i + 4 * V <= B.L; i += 4 * V) {
+        s0 = s0 + Vec::loadu(a + i);
+        s1 = s1 + Vec::loadu(a + i + V);
+        s2 = s2 + Vec::loadu(a + i + 2 * V);
+        s3 = s3 + Vec::loadu(a + i + 3 * V);
+      }
+      for (; i + V <= B.L; i += V) s0 = s0 + Vec::loadu(a + i);
+      if (i < B.L) s0 = s0 + Vec::loadu(a + i, B.L - i);
+      d[j] = at::vec::vec_reduce_all<float>([](Vec p, Vec q) { return p + q; }, (s0 + s1) + (s2 + s3));
+    } else {
+      const bool mx = I.op == POp::RMax;
+      const float init = mx ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+      auto pick = [&](const Vec& p, const Vec& q) { return mx ? at::vec::maximum(p, q) : at::vec::minimum(p, q); };
+      Vec s0(init), s1(init);
+      for (; i + 2 * V <= B.L; i += 2 * V) {
+        s0 = pick(s0, Vec::loadu(a + i));
+        s1 = pick(s1, Vec::loadu(a + i + V));
+      }
+      for (; i + V <= B.L; i += V) s0 = pick(s0, Vec::loadu(a + i));
+      float lanes[V];
+      pick(s0, s1).store(lanes);
+      float v = init;
+      for (int64_t k = 0; k < V; ++k) v = combine(v, lanes[k]);
+      for (; i < B.L; ++i) v = combine(v, a[i]);
+      d[j] = v;
+    }
+  }
+  R.r[I.dst] = PReg{PReg::PerRow, nullptr, 0, 0.f, d};
+}
+
+inline void pstore(const PReg& x, c10::ScalarType t, char* p, int64_t inner, int64_t row, const PBlock& B, bool per_row) {
+  const int64_t es = static_cast<int64_t>(c10::elementSize(t));
+  if (!per_row && x.kind == PReg::Rows && static_cast<const void*>(x.ptr) == p && x.stride == row) return;  // in place
+  for (int64_t j = 0; j < B.m; ++j) {
+    char* q = p + j * row * es;
+    if (per_row) {  // a row output: one value per row
+      store_one(t, q, x.kind == PReg::PerRow ? x.vals[j] : x.kind == PReg::Splat ? x.s : x.ptr[j * x.stride]);
+      continue;
+    }
+    if (x.kind != PReg::Rows) {
+      const float v = x.kind == PReg::PerRow ? x.vals[j] : x.s;
+      for (int64_t i = 0; i < B.L; ++i) store_one(t, q + i * inner * es, v);
+      continue;
+    }
+    const float* a = x.ptr + j * x.stride;
+    int64_t i = 0;
+    if (inner == 1 && t == c10::kFloat) {
+      auto* d = reinterpret_cast<float*>(q);
+      for (; i + V <= B.L; i += V) Vec::loadu(a + i).store(d + i);
+      if (i < B.L) Vec::loadu(a + i, B.L - i).store(d + i, B.L - i);
+      continue;
+    }
+    if (inner == 1 && t == c10::kBFloat16) {
+      auto* d = reinterpret_cast<c10::BFloat16*>(q);
+      for (; i + 2 * V <= B.L; i += 2 * V) at::vec::convert_float_bfloat16(Vec::loadu(a + i), Vec::loadu(a + i + V)).store(d + i);
+    } else if (inner == 1 && t == c10::kHalf) {
+      auto* d = reinterpret_cast<c10::Half*>(q);
+      for (; i + 2 * V <= B.L; i += 2 * V) at::vec::convert_float_half(Vec::loadu(a + i), Vec::loadu(a + i + V)).store(d + i);
+    }
+    for (; i < B.L; ++i) store_one(t, q + i * inner * es, a[i]);
+  }
+}
+
+inline void run_packed_block(const std::vector<PInstr>& code, const FusedCall& c, PRegs& R, const PBlock& B) {
+  using P = POp;
+  // An fp32 output contiguous along its rows is written in place by the instruction computing it.
+  auto direct = [&](const PInstr& I) -> PDest {
+    if (I.out < 0 || B.out_inner[I.out] != 1 || c.out[I.out].dtype != c10::kFloat) return {};
+    return PDest{reinterpret_cast<float*>(B.out[I.out]), B.out_row[I.out]};
+  };
+  auto un = [&](const PInstr& I, auto f) { apply<1>(R, I.dst, {I.a}, B, f, direct(I)); };
+  auto bin = [&](const PInstr& I, auto f) { apply<2>(R, I.dst, {I.a, I.b}, B, f, direct(I)); };
+  auto ter = [&](const PInstr& I, auto f) { apply<3>(R, I.dst, {I.a, I.b, I.c}, B, f, direct(I)); };
+  for (const PInstr& I : code) {
+    switch (I.op) {
+      case P::Load: pload(R, I.dst, c.in[I.a].dtype, B.in[I.a], B.in_inner[I.a], B.in_row[I.a], B); break;
+      case P::Cols: R.r[I.dst] = PReg{PReg::Splat, nullptr, 0, static_cast<float>(B.L), nullptr}; break;
+      case P::Const: R.r[I.dst] = PReg{PReg::Splat, nullptr, 0, I.imm, nullptr}; break;
+      case P::RSum:
+      case P::RMax:
+      case P::RMin:
+      case P::RSumSq:
+      case P::RSumExp: preduce(R, I, B); break;
+      case P::Store: pstore(R.r[I.b], c.out[I.a].dtype, B.out[I.a], B.out_inner[I.a], B.out_row[I.a], B, false); break;
+      case P::StoreRow: pstore(R.r[I.b], c.out[I.a].dtype, B.out[I.a], 0, B.out_row[I.a], B, true); break;
+      default: eval_op(I, un, bin, ter); break;
+    }
+  }
+}
+
+// Short rows, one outer dim (after coalescing): blocks of whole rows.
+inline void run_rows_packed(const FusedCall& c) {
+  const Program& p = *c.prog;
+  const int64_t rows = c.sizes[0], L = c.sizes[1];
+  const int64_t m_max = std::max<int64_t>(1, std::min<int64_t>(kPackCap / L, kPackRows / L));
+  at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(L, 1)), [&](int64_t r0, int64_t r1) {
+    thread_local PRegs R;
+    R.reset(p.num_regs);
+    PBlock B;
+    B.L = L;
+    const size_t ni = c.in.size(), no = c.out.size();
+    B.in.resize(ni), B.in_inner.resize(ni), B.in_row.resize(ni);
+    B.out.resize(no), B.out_inner.resize(no), B.out_row.resize(no);
+    for (size_t k = 0; k < ni; ++k) B.in_row[k] = c.in[k].strides[0], B.in_inner[k] = c.in[k].strides[1];
+    for (size_t k = 0; k < no; ++k) B.out_row[k] = c.out[k].strides[0], B.out_inner[k] = c.out[k].strides[1];
+    for (int64_t r = r0; r < r1; r += B.m) {
+      B.m = std::min(m_max, r1 - r);
+      for (size_t k = 0; k < ni; ++k)
+        B.in[k] = static_cast<const char*>(c.in[k].data) + r * B.in_row[k] * static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
+      for (size_t k = 0; k < no; ++k)
+        B.out[k] = static_cast<char*>(c.out[k].data) + r * B.out_row[k] * static_cast<int64_t>(c10::elementSize(c.out[k].dtype));
+      if (!p.single.empty()) {
+        run_packed_block(p.single, c, R, B);  // whole rows: nothing recomputed between phases
+      } else {
+        for (const auto& code : p.phases) run_packed_block(code, c, R, B);
+      }
+    }
+  });
+}
+
+// Runs a cpu_fused call: pointwise blocks, packed short rows, or long rows one at a time.
+inline void run(const FusedCall& c) {
+  // Two dims with short rows (a broadcast bias keeps [tokens, hidden] from flattening):
+  // blocks of whole rows, so each instruction runs once per several rows.
+  if (c.ndim == 2 && c.sizes[1] <= kPackCap / 2) return run_rows_packed(c);
+  if (!c.rows) return run_pointwise(c);
+  if (c.ndim == 2 && c.sizes[1] <= kPackCap) return run_rows_packed(c);
+  run_rows(c);  // a vocabulary's softmax: blocks along each row
+}
+
+}  // namespace CPU_CAPABILITY
+}  // namespace fxcpp::cpu
