@@ -103,6 +103,12 @@ def rows_of(g) -> list[NodeRow]:
     return rows
 
 
+def _peak_bytes(g) -> int | None:
+    parts = [g.single] if g.single is not None else list(g.partitions.values())
+    peaks = [p.exe.planned_peak_bytes() for p in parts]
+    return None if any(b < 0 for b in peaks) else sum(peaks)  # partitions run one after another
+
+
 class Report:
     def __init__(self, graphs: list):
         self.graphs = graphs
@@ -110,6 +116,10 @@ class Report:
         counts = Counter(r.kernel for r in self.rows)
         self.kernel_counts = {k: counts.get(k, 0) for k in KERNELS}
         self.fallbacks = [f for g in graphs for f in g.fallbacks]
+        # Per graph: the peak bytes of intermediates its C++ plans hold during one call
+        # (inputs and parameters not counted; None when a size is symbolic).
+        self.planned_peak_bytes = {f"{g.id}:{g.kind}": _peak_bytes(g) for g in graphs
+                                   if not isinstance(g, InterpretedGraph)}
 
     def __str__(self) -> str:
         head = ["graph", "node", "op", "partition", "group", "kernel", "shape", "dtype", "time_us", "impl"]
@@ -120,6 +130,8 @@ class Report:
         lines = [fmt.format(*head), fmt.format(*["-" * w for w in widths])] + [fmt.format(*b) for b in body]
         lines.append("")
         lines.append("kernel counts: " + ", ".join(f"{k}={v}" for k, v in self.kernel_counts.items()))
+        for tag, b in self.planned_peak_bytes.items():
+            lines.append(f"planned peak {tag}: " + ("unknown (symbolic sizes)" if b is None else f"{b / 2**20:.2f} MiB"))
         for f in self.fallbacks:
             lines.append("fallback: " + f)
         return "\n".join(lines)

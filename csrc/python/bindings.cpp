@@ -17,6 +17,7 @@
 #include "ir/graph.h"
 #include "ir/verifier.h"
 #include "passes/pass.h"
+#include "runtime/cpu/fused_call.h"
 #include "runtime/executor.h"
 #ifdef FXCPP_HAS_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
@@ -281,6 +282,13 @@ PYBIND11_MODULE(_C, m) {
 #endif
     return d;
   });
+  // Process-wide counts for the cpu_fused kernels (tests).
+  m.def("cpu_fused_stats", [] {
+    py::dict d;
+    d["in_place"] = fxcpp::cpu::in_place_outputs();
+    d["isa"] = fxcpp::cpu::interpreter_isa();
+    return d;
+  });
   m.def("has_onednn", [] {
 #ifdef FXCPP_HAS_ONEDNN
     return true;
@@ -377,6 +385,7 @@ PYBIND11_MODULE(_C, m) {
         for (const auto& s : e.steps()) out.push_back(s.kernel->describe());
         return out;
       })
+      .def("planned_peak_bytes", &Executable::planned_peak_bytes)
       .def("graph_str", [](const Executable& e) { return e.graph().str(); })
       .def("__str__", &Executable::str);
 }

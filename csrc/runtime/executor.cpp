@@ -139,6 +139,7 @@ Executable::Executable(std::shared_ptr<const Graph> graph, const KernelRegistry&
   for (size_t s = 0; s < num_slots_; ++s)
     if (last_use[s] >= 0) steps_[last_use[s]].release.push_back(static_cast<int>(s));
   plan_static_part();
+  plan_peak_bytes();
   cow_state_.reset(new std::atomic<int>[steps_.size()]);
   for (size_t i = 0; i < steps_.size(); ++i)
     cow_state_[i].store(steps_[i].static_args.empty() || std::string(steps_[i].kernel->kind()) != "aten" ? 0 : 3);
@@ -186,6 +187,34 @@ void Executable::plan_static_part() {
   p.frontier_index.assign(num_slots_, -1);
   for (size_t k = 0; k < p.frontier.size(); ++k) p.frontier_index[p.frontier[k]] = static_cast<int>(k);
   static_ = std::move(p);
+}
+
+void Executable::plan_peak_bytes() {
+  auto bytes = [&](int slot) -> int64_t {
+    const Value* v = graph_->values()[slot].get();
+    if (v->kind != ValueKind::Tensor || !v->meta) return 0;
+    int64_t n = static_cast<int64_t>(c10::elementSize(v->meta->dtype));
+    for (const Dim& d : v->meta->sizes) {
+      if (!d.is_static()) return -1;
+      n *= d.value;
+    }
+    return n;
+  };
+  int64_t live = 0, peak = 0;
+  for (const Step& s : steps_) {
+    for (int o : s.outs) {
+      const int64_t b = bytes(o);
+      if (b < 0) {
+        planned_peak_bytes_ = -1;
+        return;
+      }
+      live += b;
+    }
+    peak = std::max(peak, live);
+    for (int r : s.release)
+      if (graph_->values()[r]->producer) live -= std::max<int64_t>(bytes(r), 0);
+  }
+  planned_peak_bytes_ = peak;
 }
 
 std::vector<at::Tensor> Executable::static_sources(const std::vector<c10::IValue>& frame) const {

@@ -67,6 +67,10 @@ class Executable {
 
   const std::vector<Step>& steps() const { return steps_; }
   const StaticPart& static_part() const { return static_; }
+  // The most intermediate bytes (outputs included, inputs and parameters not) alive at once
+  // over the plan, from static metas; -1 when a size is symbolic. Every slot is freed at its
+  // last use, so this is what one call holds at its peak.
+  int64_t planned_peak_bytes() const { return planned_peak_bytes_; }
   const Graph& graph() const { return *graph_; }
   std::string str() const;  // the plan: one line per step with its kernel and released slots
 
@@ -74,6 +78,7 @@ class Executable {
   std::vector<c10::IValue> execute(std::vector<c10::IValue> inputs, std::vector<int64_t>* times, bool keep_all,
                                    std::vector<c10::IValue>* frame_out) const;
   void plan_static_part();
+  void plan_peak_bytes();
   std::vector<at::Tensor> static_sources(const std::vector<c10::IValue>& frame) const;
   std::shared_ptr<const Graph> graph_;
   std::vector<Step> steps_;
@@ -81,6 +86,7 @@ class Executable {
   size_t num_slots_ = 0;
   size_t max_args_ = 0;
   StaticPart static_;
+  int64_t planned_peak_bytes_ = 0;
   // Per step: >0 runs left in which to check that the kernel leaves copy-on-write args so;
   // 0 it does; -1 it copies them (an op reading through a writable pointer): give it views.
   std::unique_ptr<std::atomic<int>[]> cow_state_;

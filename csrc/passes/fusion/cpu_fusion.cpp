@@ -13,6 +13,8 @@
 //    would pair the wrong dims);
 //  - none of its other inputs is computed from the group (that would be a cycle);
 //  - no op with side effects lies between (groups close there: nothing moves past one).
+// When a node reads from several groups, they merge first (same domain, no outside node on a
+// path between them), so a node joining two branches (x.clamp(...) - x.clamp_min(0)) fuses both.
 // A value others still read becomes an output of the group (stored once, where it is
 // computed). A group is kept when it does at least two ops' work or has a reduction or norm,
 // and has an input with the full domain shape (so the kernel knows the domain at run time).
@@ -123,10 +125,11 @@ class Fuser {
   explicit Fuser(Graph& g) : g_(g) {}
 
   bool run() {
+    for (Node* n : g_.nodes()) order_[n] = static_cast<int>(order_.size());
     for (Node* n : g_.nodes()) visit(n);
     bool changed = false;
     for (auto& grp : groups_)
-      if (worth_it(grp)) changed |= replace(grp);
+      if (!grp.members.empty() && worth_it(grp)) changed |= replace(grp);
     if (changed) g_.sort_topologically();
     return changed;
   }
@@ -141,16 +144,55 @@ class Fuser {
     std::optional<CpuOp> op = classify_cpu_op(*n);
     int joined = -1;
     if (op) {
-      std::set<int> tried;
+      std::vector<int> producers;  // distinct groups n reads from, in argument order
       for (const Arg& a : n->args)
         for_each_value(a, [&](Value* v) {
           auto it = producer_group_.find(v);
-          if (joined >= 0 || it == producer_group_.end() || !tried.insert(it->second).second) return;
-          if (try_join(groups_[it->second], *n, *op)) joined = it->second;
+          if (it == producer_group_.end()) return;
+          const int grp = find(it->second);
+          if (std::find(producers.begin(), producers.end(), grp) == producers.end()) producers.push_back(grp);
         });
+      for (size_t i = 1; i < producers.size(); ++i) merge(producers[0], producers[i]);
+      for (int grp : producers)
+        if (joined < 0 && try_join(groups_[find(grp)], *n, *op)) joined = find(grp);
       if (joined < 0 && op->kind != CpuOp::Kind::View) joined = start(*n, *op);
     }
     note_upstream(n, joined);
+  }
+
+  int find(int grp) const {
+    while (parent_[grp] != grp) grp = parent_[grp];
+    return grp;
+  }
+
+  // Moves b's members into a when both run over one domain and nothing outside them lies on
+  // a path from one to the other (the merged group would be a cycle).
+  void merge(int a, int b) {
+    a = find(a), b = find(b);
+    Group &ga = groups_[a], &gb = groups_[b];
+    if (a == b || ga.closed || gb.closed || !same_dims(ga.domain, gb.domain)) return;
+    if (ga.row_dims && gb.row_dims && ga.row_dims != gb.row_dims) return;
+    for (const auto* from : {&ga, &gb}) {
+      const int other = from == &ga ? b : a;
+      for (Node* m : from->members)
+        for (const Arg& arg : m->args) {
+          bool bad = false;
+          for_each_value(arg, [&](Value* v) {
+            bad |= !ga.role.count(v) && !gb.role.count(v) && depends_on(v, other);
+          });
+          if (bad) return;
+        }
+    }
+    ga.members.insert(ga.members.end(), gb.members.begin(), gb.members.end());
+    std::sort(ga.members.begin(), ga.members.end(), [&](Node* x, Node* y) { return order_.at(x) < order_.at(y); });
+    ga.role.insert(gb.role.begin(), gb.role.end());
+    ga.row_dims = std::max(ga.row_dims, gb.row_dims);
+    ga.work += gb.work;
+    ga.reduces |= gb.reduces;
+    gb.members.clear();
+    gb.role.clear();
+    gb.work = 0;
+    parent_[b] = a;
   }
 
   // Groups every value depends on (for the cycle test), and which group produced it.
@@ -170,7 +212,10 @@ class Fuser {
 
   bool depends_on(const Value* v, int group) const {
     auto it = upstream_.find(v);
-    return it != upstream_.end() && it->second.count(group);
+    if (it == upstream_.end()) return false;
+    for (int g : it->second)
+      if (find(g) == find(group)) return true;
+    return false;
   }
 
   int index_of(const Group& grp) const { return static_cast<int>(&grp - groups_.data()); }
@@ -267,6 +312,7 @@ class Fuser {
       add(grp, n, op, roles);
     }
     groups_.push_back(std::move(grp));
+    parent_.push_back(static_cast<int>(parent_.size()));
     return static_cast<int>(groups_.size()) - 1;
   }
 
@@ -369,8 +415,10 @@ class Fuser {
 
   Graph& g_;
   std::vector<Group> groups_;
-  std::unordered_map<const Value*, int> producer_group_;
+  std::unordered_map<const Value*, int> producer_group_;  // by id at the time; find() for the merged one
   std::unordered_map<const Value*, std::set<int>> upstream_;
+  std::vector<int> parent_;  // union-find over merged groups
+  std::unordered_map<const Node*, int> order_;
 };
 
 }  // namespace

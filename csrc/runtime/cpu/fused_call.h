@@ -27,9 +27,14 @@ struct FusedCall {
   std::array<int64_t, kMaxDims> sizes{};
   bool rows = false;  // a row program: the inner dim is the row its reductions run over
   std::vector<Operand> in, out;  // out[k] of a row output: strides over the outer dims only
+  // Per output: it shares an input's buffer, so it is stored only after the block's last read
+  // (never written directly by the instruction computing it).
+  std::vector<uint8_t> in_place;
 };
 
 using Interpreter = void (*)(const FusedCall&);
+// Outputs written into a dying input's buffer, process-wide (tests).
+int64_t in_place_outputs();
 // The interpreter for the instruction set torch itself uses on this host
 // (at::get_cpu_capability(): AVX512, AVX2 or DEFAULT; ATEN_CPU_CAPABILITY can lower it).
 Interpreter select_interpreter();

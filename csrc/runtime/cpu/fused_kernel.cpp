@@ -8,6 +8,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/Version.h>
 
+#include <atomic>
 #include <stdexcept>
 #include <string>
 
@@ -32,6 +33,9 @@ Interpreter select_interpreter() {
   if (capability() == "AVX2") return run_AVX2;
   return run_DEFAULT;
 }
+
+static std::atomic<int64_t> g_in_place{0};
+int64_t in_place_outputs() { return g_in_place.load(); }
 
 const char* interpreter_isa() {
   if (capability() == "AVX512") return "avx512";
@@ -113,6 +117,12 @@ class CpuFusedKernel final : public Kernel {
     const Program& p = *prog_;
     const size_t nin = p.inputs.size();
     if (stack.size() != nin) throw std::invalid_argument("cpu_fused: expected " + std::to_string(nin) + " inputs");
+    // Inputs only the executor's stack holds die here: a pointwise output may take one's buffer.
+    std::vector<bool> dying(nin, false);
+    for (size_t k = 0; k < nin; ++k) {
+      const at::Tensor& t = stack[k].toTensor();
+      dying[k] = p.row_dims == 0 && t.use_count() == 1 && t.storage().use_count() == 1 && t.storage_offset() == 0;
+    }
     std::vector<at::Tensor> in(nin);
     for (size_t k = 0; k < nin; ++k) {
       in[k] = stack[k].toTensor();
@@ -138,6 +148,7 @@ class CpuFusedKernel final : public Kernel {
     for (int i = p.rank - rd; i < p.rank; ++i) cols *= D[i];
     // Outputs, in eager's layouts.
     std::vector<at::Tensor> out(p.outputs.size());
+    std::vector<uint8_t> in_place(p.outputs.size(), 0);
     at::Tensor anchor;
     for (const auto& t : in)
       if (t.dim() == p.rank && t.sizes().equals(D)) {
@@ -156,7 +167,16 @@ class CpuFusedKernel final : public Kernel {
         if (rd == 0) f = anchor.defined() && is_channels_last(anchor) ? anchor.suggest_memory_format() : c10::MemoryFormat::Contiguous;
         if ((f == c10::MemoryFormat::ChannelsLast && p.rank != 4) || (f == c10::MemoryFormat::ChannelsLast3d && p.rank != 5))
           f = c10::MemoryFormat::Contiguous;
-        out[k] = at::empty(D, opts.memory_format(f));
+        // In place: elementwise, each block's stores follow all its loads (no direct write: below).
+        for (size_t j = 0; j < nin && !out[k].defined(); ++j)
+          if (dying[j] && in[j].scalar_type() == o.dtype && in[j].sizes().equals(D) && in[j].is_contiguous(f) &&
+              !in[j].is_neg() && !in[j].is_conj()) {
+            out[k] = in[j];
+            dying[j] = false;
+            in_place[k] = 1;
+            ++cpu::g_in_place;
+          }
+        if (!out[k].defined()) out[k] = at::empty(D, opts.memory_format(f));
       }
     }
     bool empty = false;
@@ -167,16 +187,17 @@ class CpuFusedKernel final : public Kernel {
       return finish(stack, out);
     }
     FusedCall call = layout(p, in, out, D);
+    call.in_place = in_place;
     if (call.ndim < 0) {  // a row that does not run on in some input's memory: make those contiguous
-      for (size_t k = 0; k < nin; ++k) {
+      for (size_t k = 0; k < nin; ++k) {  // broadcast to the whole domain, then laid out densely
         std::vector<int64_t> padded = in[k].sizes().vec();
         padded.insert(padded.end(), p.input_pad[k], 1);
-        std::vector<int64_t> full(D.begin() + (p.rank - static_cast<int64_t>(padded.size())), D.end());
-        in[k] = in[k].reshape(padded).expand(full).contiguous();
+        in[k] = in[k].reshape(padded).expand(D).contiguous();
       }
       for (auto& o : out)
         if (!o.is_contiguous()) o = o.contiguous();
       call = layout(p, in, out, D);
+      call.in_place = in_place;
       if (call.ndim < 0) throw std::logic_error("cpu_fused: rows still do not merge after making inputs contiguous");
     }
     run_(call);

@@ -10,6 +10,9 @@
 #include <ATen/Parallel.h>
 #include <ATen/cpu/vec/functional.h>
 #include <ATen/cpu/vec/vec.h>
+#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
+#include <sleef.h>
+#endif
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
@@ -224,6 +227,21 @@ inline void ternary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nu
 }
 
 inline Vec sigmoid(const Vec& x) { return Vec(1.f) / (Vec(1.f) + x.neg().exp()); }
+
+// torch.erf: eager computes it with Sleef's erf (1.0 ulp) through vml, not with
+// Vectorized::erf(), a faster polynomial that eager keeps for GELU (which uses it too, below).
+inline Vec erf_u10(const Vec& x) {
+#if defined(CPU_CAPABILITY_AVX512)
+  return Vec(Sleef_erff16_u10(__m512(x)));
+#elif defined(CPU_CAPABILITY_AVX2)
+  return Vec(Sleef_erff8_u10(__m256(x)));
+#else
+  float t[V];
+  x.store(t);
+  for (auto& v : t) v = std::erf(v);
+  return Vec::loadu(t);
+#endif
+}
 inline Vec nonzero(const Vec& x) { return x.ne(Vec(0.f)); }  // 1 where x != 0 (NaN counts as true, as bool(nan))
 
 // sum((a - b)^2) or sum(exp(a - b)) over the block, into the accumulator (b a vector or a splat).
@@ -335,7 +353,7 @@ inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
     case P::Cos: return un(I, [](Vec x) { return x.cos(); });
     case P::Tanh: return un(I, [](Vec x) { return x.tanh(); });
     case P::Sigmoid: return un(I, [](Vec x) { return sigmoid(x); });
-    case P::Erf: return un(I, [](Vec x) { return x.erf(); });
+    case P::Erf: return un(I, [](Vec x) { return erf_u10(x); });
     case P::Relu: return un(I, [](Vec x) { return at::vec::clamp_min(x, Vec(0.f)); });  // max(0, x): NaN kept
     case P::GeluErf:
       return un(I, [](Vec x) { return x * Vec(0.5f) * (Vec(1.f) + (x * Vec(static_cast<float>(M_SQRT1_2))).erf()); });
@@ -390,7 +408,7 @@ inline void run_block(const std::vector<PInstr>& code, const FusedCall& c, Regs&
   using P = POp;
   // An fp32 output contiguous along the block is written in place by the instruction computing it.
   auto direct = [&](const PInstr& I) -> float* {
-    if (I.out < 0 || B.out_stride[I.out] != 1 || c.out[I.out].dtype != c10::kFloat) return nullptr;
+    if (I.out < 0 || B.out_stride[I.out] != 1 || c.out[I.out].dtype != c10::kFloat || c.in_place[I.out]) return nullptr;
     return reinterpret_cast<float*>(B.out[I.out]);
   };
   auto un = [&](const PInstr& I, auto f) { unary(R, I, n, f, direct(I)); };

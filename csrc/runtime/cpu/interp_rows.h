@@ -26,14 +26,25 @@ struct PReg {
   const float* vals = nullptr;  // PerRow: m values
 };
 
+// Registers with one buffer each, plus a spare: an op whose destination is also an operand laid
+// out differently from its result (one value per row, or a row shared by all rows) writes the
+// spare, which then becomes that register's buffer (in place, it would overwrite values it has
+// yet to read).
 struct PRegs {
   AlignedFloats buf;
   std::vector<PReg> r;
+  std::vector<int> slot;  // register -> buffer; slot.back() is the spare
   void reset(int n) {
-    buf.resize(static_cast<size_t>(n) * kPackCap);
+    buf.resize(static_cast<size_t>(n + 1) * kPackCap);
     r.assign(n, PReg{});
+    slot.resize(n + 1);
+    for (int i = 0; i <= n; ++i) slot[i] = i;
   }
-  float* own(int reg) { return &buf[static_cast<size_t>(reg) * kPackCap]; }
+  float* own(int reg) { return &buf[static_cast<size_t>(slot[reg]) * kPackCap]; }
+  float* spare_for(int reg) {  // the spare becomes reg's buffer; its old one the spare
+    std::swap(slot[reg], slot.back());
+    return own(reg);
+  }
 };
 
 struct PBlock {
@@ -76,7 +87,11 @@ inline void apply(PRegs& R, int dst, const std::array<int, N>& ops, const PBlock
   for (int a : ops) kind = std::min(kind, R.r[a].kind);  // Rows < PerRow < Splat
   std::array<PReg, N> x;
   for (int k = 0; k < N; ++k) x[k] = R.r[ops[k]];
-  float* d = R.own(dst);
+  // Writing rows over an operand held differently in the same buffer would clobber it.
+  bool clash = false;
+  for (int k = 0; k < N; ++k)
+    clash |= ops[k] == dst && kind == PReg::Rows && (x[k].kind == PReg::PerRow || (x[k].kind == PReg::Rows && x[k].stride != B.L));
+  float* d = clash && !direct.ptr ? R.spare_for(dst) : R.own(dst);
   auto call = [&](const std::array<Vec, N>& v) {
     if constexpr (N == 1) return f(v[0]);
     else if constexpr (N == 2) return f(v[0], v[1]);
@@ -273,7 +288,7 @@ inline void run_packed_block(const std::vector<PInstr>& code, const FusedCall& c
   using P = POp;
   // An fp32 output contiguous along its rows is written in place by the instruction computing it.
   auto direct = [&](const PInstr& I) -> PDest {
-    if (I.out < 0 || B.out_inner[I.out] != 1 || c.out[I.out].dtype != c10::kFloat) return {};
+    if (I.out < 0 || B.out_inner[I.out] != 1 || c.out[I.out].dtype != c10::kFloat || c.in_place[I.out]) return {};
     return PDest{reinterpret_cast<float*>(B.out[I.out]), B.out_row[I.out]};
   };
   auto un = [&](const PInstr& I, auto f) { apply<1>(R, I.dst, {I.a}, B, f, direct(I)); };

@@ -89,7 +89,10 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
         key, [&] { return build(src, wd, ws, w.scalar_type(), bias, !bn.empty(), operands, sum_in_place, dst_dims, cached); },
         cached ? "weight packed once" : "weight read in place (" + per_call_reason() + ")");
     auto run_once = [&](bool scratch) {
-      at::Tensor dst = !sum_in_place ? at::empty(dst_dims, src.options()) : scratch ? in_place.clone() : in_place;
+      // A fresh output is allocated in its final shape (oneDNN writes the same bytes through its
+      // [.., M, N] description): a view of it would keep its base alive, and a consumer could
+      // then never take the buffer over in place.
+      at::Tensor dst = !sum_in_place ? at::empty(out_shape, src.options()) : scratch ? in_place.clone() : in_place;
       std::unordered_map<int, memory> args;
       args[DNNL_ARG_SRC] = as_memory(src, e->pd.src_desc());
       args[DNNL_ARG_DST] = as_dst_memory(dst, e->pd.dst_desc());
@@ -108,7 +111,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
       for (const auto& [i, d] : e->binary)
         args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = as_memory(operands[i], d);
       execute(e->prim, e->pd, args);
-      return dst.view(out_shape);
+      return sum_in_place ? dst.view(out_shape) : dst;
     };
     finish(stack, choose(*e, stack, run_once));
   }

@@ -1,0 +1,208 @@
+"""The CPU fused kernels: every pattern fuses (explain() shows its nodes as cpu_fused and no
+ATen pointwise or reduction left), and matches eager in fp32/bf16/fp16, with broadcasting,
+strided, channels-last, empty and non-finite inputs."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import fxcpp
+from helpers import assert_same
+
+EPS = 1e-6
+
+
+def rmsnorm_t5(x, w):  # T5 / LLaMA: in fp32, back to the input's dtype, then the weight
+    h = x.to(torch.float32)
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS)
+    return w * h.to(x.dtype)
+
+
+def ln_gelu_residual(x, r, w, b):  # the residual sum is a second output
+    s = x + r
+    return s, F.gelu(F.layer_norm(s, (s.shape[-1],), w, b))
+
+
+def gelu_tanh_written_out(x):
+    return 0.5 * x * (1.0 + torch.tanh(0.7978845608 * (x + 0.044715 * torch.pow(x, 3))))
+
+
+def standardize(x):
+    return (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + 1e-5)
+
+
+# name: (fn, input shapes; "bool" marks a boolean mask)
+PATTERNS = {
+    "pointwise_chain": (lambda x: torch.sigmoid(x * 2.0 + 1.0).relu() - x, [(64, 96)]),
+    "gelu_tanh_written_out": (gelu_tanh_written_out, [(33, 70)]),
+    "bias_gelu": (lambda x, b: F.gelu(x + b), [(16, 40, 96), (96,)]),
+    "silu_gated": (lambda a, b: F.silu(a) * b, [(8, 128), (8, 128)]),
+    "masked_fill": (lambda x, m: x.masked_fill(m, -1e4) * 0.5, [(4, 12, 30), "bool:4,1,30"]),
+    "clamp_chain": (lambda x: x.clamp(-1.0, 1.0) * 3 - x.clamp_min(0.0), [(20, 50)]),
+    "residual_ln_gelu": (ln_gelu_residual, [(64, 128), (64, 128), (128,), (128,)]),
+    "softmax_scale_mask": (lambda s, m: torch.softmax(s * 0.125 + m, -1), [(2, 4, 16, 16), (2, 1, 1, 16)]),
+    "log_softmax": (lambda x: F.log_softmax(x * 2.0, -1), [(10, 257)]),
+    "rmsnorm_t5": (rmsnorm_t5, [(6, 10, 64), (64,)]),
+    "standardize": (standardize, [(12, 200)]),
+    "sum_amax_epilogue": (lambda x: x.exp().sum(-1) * 2 + x.amax(-1), [(9, 33)]),
+    "mean_no_keepdim": (lambda x: x.relu().mean(-1) + 1, [(7, 5, 40)]),
+    "two_row_dims": (lambda x: x - (x * x).sum((-2, -1), keepdim=True).sqrt(), [(3, 4, 6, 8)]),
+    "long_rows": (lambda x: torch.softmax(x - 1.0, -1), [(3, 10000)]),  # rows longer than a block
+}
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def make_inputs(shapes, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for s in shapes:
+        if isinstance(s, str):
+            out.append(torch.rand(tuple(int(d) for d in s.split(":")[1].split(",")), generator=g) > 0.5)
+        else:
+            out.append(torch.randn(s, generator=g).to(dtype))
+    return out
+
+
+def compare(fn, xs, check_fused=True):
+    """Compiled vs eager by the harness rule (fp64 reference for low precision); returns the report."""
+    torch._dynamo.reset()
+    with torch.no_grad():
+        report = fxcpp.explain(fn, *xs)
+        torch._dynamo.reset()
+        res = torch.compile(fn, backend="fxcpp")(*xs)
+        ref = fn(*xs)
+        ref64 = fn(*[x.double() if x.is_floating_point() else x for x in xs])
+    assert_same(ref, res, fp64_ref=ref64)
+    if check_fused:
+        left = [(r.op, r.kernel) for r in report.rows if r.kernel not in ("cpu_fused", "prim", "removed")]
+        assert report.kernel_counts["cpu_fused"] > 0 and not left, f"not fused: {left}\n{report}"
+    return report, ref, res
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_pattern_fuses_and_matches_eager(name, dtype):
+    fn, shapes = PATTERNS[name]
+    compare(fn, make_inputs(shapes, DTYPES[dtype]))
+
+
+def test_ln_residual_writes_both_outputs_from_one_node():
+    fn, shapes = PATTERNS["residual_ln_gelu"]
+    report, _, _ = compare(fn, make_inputs(shapes, torch.float32))
+    groups = {r.group for r in report.rows if r.kernel == "cpu_fused"}
+    assert len(groups) == 1, report  # add, layer_norm and gelu: one kernel, two outputs
+
+
+def test_strided_inputs():
+    x = torch.randn(40, 64).t()[::2]  # transposed and sliced: no unit stride anywhere useful
+    b = torch.randn(64, 20)[:, 3]     # a strided broadcast operand
+    compare(lambda x, b: torch.tanh(x * 3.0) + b.sum() * x, [x, b], check_fused=False)
+    compare(lambda x: F.layer_norm(x * 2.0, (x.shape[-1],)) + 1.0, [torch.randn(32, 48)[:, ::2]])
+
+
+def test_channels_last_inputs_keep_their_layout():
+    x = torch.randn(2, 16, 7, 9).contiguous(memory_format=torch.channels_last)
+    _, ref, res = compare(lambda x: torch.sigmoid(x) * x + 1.0, [x])
+    assert res.stride() == ref.stride() and res.is_contiguous(memory_format=torch.channels_last)
+
+
+@pytest.mark.parametrize("shape", [(0, 64), (5, 0), (0,)])
+def test_empty_tensors(shape):
+    x = torch.randn(shape)
+    compare(lambda x: (x * 2.0 + 1.0).relu(), [x], check_fused=False)
+    if len(shape) == 2 and shape[1] > 0:
+        compare(lambda x: F.layer_norm(x + 1.0, (shape[1],)), [x], check_fused=False)
+
+
+SPECIAL = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e-40, -1e-40, 3.4e38, -3.4e38, 1.0, -1.0, 88.0, -104.0]
+
+
+@pytest.mark.parametrize("name", ["pointwise_chain", "clamp_chain", "gelu_tanh_written_out", "silu_gated",
+                                  "sum_amax_epilogue", "softmax_scale_mask"])
+def test_non_finite_values(name):
+    """NaN, ±inf, signed zeros and denormals come out as eager's kernels give them (max/min/clamp keep NaN)."""
+    fn, shapes = PATTERNS[name]
+    xs = make_inputs(shapes, torch.float32)
+    special = torch.tensor(SPECIAL)
+    for x in xs:
+        flat = x.view(-1)
+        flat[: min(len(SPECIAL), flat.numel())] = special[: flat.numel()]
+    torch._dynamo.reset()
+    with torch.no_grad():
+        ref = fn(*xs)
+        res = torch.compile(fn, backend="fxcpp")(*xs)
+    for r, c in zip(torch.utils._pytree.tree_leaves(ref), torch.utils._pytree.tree_leaves(res)):
+        assert torch.equal(r.isnan(), c.isnan()), f"NaN positions differ\n{r}\n{c}"
+        fin = ~r.isnan()
+        assert torch.equal(r[fin].isinf(), c[fin].isinf()) and torch.equal(r[fin][r[fin].isinf()], c[fin][r[fin].isinf()])
+        zero = fin & (r == 0)
+        assert torch.equal(r[zero].signbit(), c[zero].signbit()), "signed zeros differ"
+        ok = fin & ~r.isinf()
+        torch.testing.assert_close(c[ok], r[ok], rtol=1e-4, atol=1e-5)
+
+
+def test_dynamic_shapes_run_one_plan():
+    """A symbolic row count: one compiled program serves every batch size."""
+    fn, _ = PATTERNS["residual_ln_gelu"]
+    w, b = torch.randn(64), torch.randn(64)
+    compiled = torch.compile(fn, backend="fxcpp", dynamic=True)
+    with torch.no_grad():
+        for rows in (3, 17, 64):
+            x, r = torch.randn(rows, 64), torch.randn(rows, 64)
+            assert_same(fn(x, r, w, b), compiled(x, r, w, b))
+
+
+def _plain_run(fn, xs):
+    """fn through the C++ pipeline directly (an Executable): intermediates really die inside it."""
+    import sys
+
+    sys.path.insert(0, __file__.rsplit("/python/", 1)[0] + "/cpp")
+    from graphs import lowered
+    from fxcpp import _C
+
+    _, g = lowered(fn, *xs, static=set())
+    _C.run_pipeline(g)
+    return _C.Executable(g).run(list(xs)), g
+
+
+def test_in_place_outputs_take_only_buffers_that_die():
+    """A pointwise group may write its output into an input that dies at it (the matmul's
+    result below); never into one still read later or returned, never into a broadcast one."""
+    x, w, b = torch.randn(32, 48), torch.randn(48, 48), torch.randn(48)
+
+    def dies(x, w, b):
+        a = torch.mm(x, w)
+        return torch.sigmoid(a) * 2.0 + a - b
+
+    def also_returned(x, w, b):
+        a = torch.mm(x, w)
+        return a, torch.sigmoid(a) * 2.0 + a
+
+    def read_later(x, w, b):
+        a = torch.mm(x, w)
+        c = torch.tanh(a) * 3.0 - a
+        return torch.mm(c, w) + a.sum()
+
+    def broadcast(x, w, b):
+        a = torch.mm(x[:1], w)  # [1, 48], broadcast against [32, 48]
+        return torch.relu(a * x[:, :48] + b) - a
+
+    from fxcpp import _C
+
+    for fn in (dies, also_returned, read_later, broadcast):
+        before = _C.cpu_fused_stats()["in_place"]
+        with torch.no_grad():
+            res, g = _plain_run(fn, [x, w, b])
+            ref = fn(x, w, b)
+        assert (_C.cpu_fused_stats()["in_place"] > before) == (fn is dies), fn.__name__
+        ref = list(ref) if isinstance(ref, tuple) else [ref]
+        assert g.cpu_fused_nodes(), fn.__name__
+        for r, c in zip(ref, res):
+            torch.testing.assert_close(c, r, rtol=1e-4, atol=1e-4)
+
+
+def test_report_gives_the_planned_peak():
+    with torch.no_grad():
+        report = fxcpp.explain(lambda x: F.gelu(F.layer_norm(x * 2.0, (64,))) + x, torch.randn(128, 64))
+    (peak,) = report.planned_peak_bytes.values()
+    assert 0 < peak <= 3 * 128 * 64 * 4  # one fused node: its output, nothing in between
+    assert "planned peak" in str(report)
