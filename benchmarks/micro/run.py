@@ -21,12 +21,15 @@ from ..machine import machine_info, physical_cores
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Memory-bound kernels. Every tensor is larger than the 32 MiB L3 of the dev machine, so they
-# measure DRAM like the triad does; layer_norm uses 16384 rows because [4096, 768] (12 MiB) fits in L3.
+# Memory-bound kernels, as models write them (one op alone is left to ATen's own kernel):
+# a 4-op pointwise chain, an attention softmax with its scale and mask, a LayerNorm with its
+# residual add, and RMSNorm written out op by op (LLaMA). Every tensor is larger than the 32 MiB
+# L3 of the dev machine, so they measure DRAM like the triad does.
 MEMORY_KERNELS = {
-    "pointwise": ((1 << 24,), lambda x: torch.tanh(torch.relu(x * 2 + 1))),
-    "softmax": ((4096, 4096), lambda x: torch.softmax(x, dim=-1)),
-    "layer_norm": ((16384, 768), None),  # built in _memory_fn: it needs weight and bias
+    "pointwise4": ((1 << 24,), lambda x: torch.tanh(torch.relu(x * 2 + 1))),
+    "softmax_scale_mask": ((4096, 4096), None),
+    "add_layer_norm": ((16384, 768), None),
+    "rmsnorm": ((16384, 1024), None),
 }
 
 
@@ -90,9 +93,16 @@ def measure_gemm(threads: int, quick: bool, peak: dict) -> list:
 def _memory_fn(name):
     shape, fn = MEMORY_KERNELS[name]
     x = torch.randn(shape)
-    if name == "layer_norm":
-        w, b = torch.randn(shape[-1]), torch.randn(shape[-1])
-        return (lambda x, w, b: torch.nn.functional.layer_norm(x, (shape[-1],), w, b)), (x, w, b)
+    n = shape[-1]
+    if name == "softmax_scale_mask":
+        mask = torch.randn(1, n)
+        return (lambda x, m: torch.softmax(x * 0.125 + m, dim=-1)), (x, mask)
+    if name == "add_layer_norm":
+        r, w, b = torch.randn(shape), torch.randn(n), torch.randn(n)
+        return (lambda x, r, w, b: torch.nn.functional.layer_norm(x + r, (n,), w, b)), (x, r, w, b)
+    if name == "rmsnorm":
+        w = torch.randn(n)
+        return (lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w), (x, w)
     return fn, (x,)
 
 

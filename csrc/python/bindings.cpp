@@ -17,6 +17,7 @@
 #include "ir/graph.h"
 #include "ir/verifier.h"
 #include "passes/pass.h"
+#include "runtime/buffer_pool.h"
 #include "runtime/cpu/fused_call.h"
 #include "runtime/executor.h"
 #ifdef FXCPP_HAS_ONEDNN
@@ -286,6 +287,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("cpu_fused_stats", [] {
     py::dict d;
     d["in_place"] = fxcpp::cpu::in_place_outputs();
+    const auto pool = fxcpp::buffer_pool_stats();
+    d["pool_hits"] = pool.hits;
+    d["pool_misses"] = pool.misses;
+    d["pool_cached_bytes"] = pool.cached_bytes;
     d["isa"] = fxcpp::cpu::interpreter_isa();
     return d;
   });

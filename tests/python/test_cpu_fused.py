@@ -206,3 +206,27 @@ def test_report_gives_the_planned_peak():
     (peak,) = report.planned_peak_bytes.values()
     assert 0 < peak <= 3 * 128 * 64 * 4  # one fused node: its output, nothing in between
     assert "planned peak" in str(report)
+
+
+def test_large_outputs_are_recycled_only_after_they_are_freed():
+    """Outputs of 1 MiB and more come from fxcpp's buffer pool: a buffer the caller still holds is
+    never handed out again; a freed one is reused (no page faults); a pooled tensor can still
+    carry a copy-on-write guard (its DataPtr is simple)."""
+    from fxcpp import _C
+
+    x = torch.randn(1 << 20)  # 4 MiB
+    fn = torch.compile(lambda x: torch.tanh(x * 2.0 + 1.0), backend="fxcpp")
+    with torch.no_grad():
+        a = fn(x)
+        b = fn(x)
+        assert a.untyped_storage()._cdata != b.untyped_storage()._cdata and torch.equal(a, b)
+        expected = b.clone()
+        del a, b
+        hits = _C.cpu_fused_stats()["pool_hits"]
+        c = fn(x)
+        assert _C.cpu_fused_stats()["pool_hits"] > hits
+        torch.testing.assert_close(c, expected)
+    guard = torch._lazy_clone(c)
+    assert torch._C._is_cow_tensor(c)
+    c.mul_(2)  # a write copies c away from the guard
+    torch.testing.assert_close(guard, expected)

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "runtime/buffer_pool.h"
 #include "runtime/cpu/fused_call.h"
 #include "runtime/kernel.h"
 
@@ -157,11 +158,10 @@ class CpuFusedKernel final : public Kernel {
       }
     for (size_t k = 0; k < out.size(); ++k) {
       const ProgOutput& o = p.outputs[k];
-      auto opts = at::TensorOptions().dtype(o.dtype);
       if (o.row) {
         std::vector<int64_t> s(D.begin(), D.end() - rd);
         if (o.keepdim) s.insert(s.end(), rd, 1);
-        out[k] = at::empty(s, opts);
+        out[k] = pooled_empty(s, o.dtype);
       } else {
         c10::MemoryFormat f = o.format;
         if (rd == 0) f = anchor.defined() && is_channels_last(anchor) ? anchor.suggest_memory_format() : c10::MemoryFormat::Contiguous;
@@ -176,7 +176,7 @@ class CpuFusedKernel final : public Kernel {
             in_place[k] = 1;
             ++cpu::g_in_place;
           }
-        if (!out[k].defined()) out[k] = at::empty(D, opts.memory_format(f));
+        if (!out[k].defined()) out[k] = pooled_empty(D, o.dtype, f);
       }
     }
     bool empty = false;

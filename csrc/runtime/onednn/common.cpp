@@ -1,5 +1,7 @@
 #include "runtime/onednn/common.h"
 
+#include "runtime/buffer_pool.h"
+
 #include <ATen/ops/add.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mul.h>
@@ -44,9 +46,7 @@ memory as_memory(const at::Tensor& t, const memory::desc& d) {
 
 memory as_dst_memory(const at::Tensor& t, const memory::desc& d) { return memory(d, cpu_engine(), t.mutable_data_ptr()); }
 
-at::Tensor alloc_for(const memory::desc& d) {
-  return at::empty({static_cast<int64_t>(d.get_size())}, at::TensorOptions().dtype(at::kByte));
-}
+at::Tensor alloc_for(const memory::desc& d) { return pooled_empty({static_cast<int64_t>(d.get_size())}, at::kByte); }
 
 static dnnl::algorithm eltwise_alg(const std::string& a) {
   using A = dnnl::algorithm;

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <optional>
 
+#include "runtime/buffer_pool.h"
 #include "runtime/onednn/fused_kernel.h"
 #include "runtime/onednn/reference.h"
 
@@ -47,7 +48,9 @@ bool channels_last(const at::Tensor& t) {
   return true;
 }
 
-at::Tensor empty_cl(at::IntArrayRef sizes, const at::TensorOptions& o) { return at::empty_strided(sizes, cl_strides(sizes), o); }
+at::Tensor empty_cl(at::IntArrayRef sizes, const at::TensorOptions& o) {
+  return pooled_empty_strided(sizes, cl_strides(sizes), o.dtype().toScalarType());
+}
 
 at::Tensor to_cl(const at::Tensor& t) { return channels_last(t) ? t : empty_cl(t.sizes(), t.options()).copy_(t); }
 
@@ -156,7 +159,10 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
       for (const auto& [i, d] : e->binary)
         args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = as_memory(operands[i], d);
       execute(e->prim, e->pd, args);
-      return out_cl ? dst : dst.contiguous();
+      if (out_cl) return dst;
+      at::Tensor plain = pooled_empty(dst.sizes(), dst.scalar_type());  // contiguous, as eager returns it
+      plain.copy_(dst);
+      return plain;
     };
     finish(stack, choose(*e, stack, run_once));
   }

@@ -8,6 +8,7 @@
 
 #include <atomic>
 
+#include "runtime/buffer_pool.h"
 #include "runtime/onednn/fused_kernel.h"
 #include "runtime/onednn/reference.h"
 
@@ -92,7 +93,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
       // A fresh output is allocated in its final shape (oneDNN writes the same bytes through its
       // [.., M, N] description): a view of it would keep its base alive, and a consumer could
       // then never take the buffer over in place.
-      at::Tensor dst = !sum_in_place ? at::empty(out_shape, src.options()) : scratch ? in_place.clone() : in_place;
+      at::Tensor dst = !sum_in_place ? pooled_empty(out_shape, src.scalar_type()) : scratch ? in_place.clone() : in_place;
       std::unordered_map<int, memory> args;
       args[DNNL_ARG_SRC] = as_memory(src, e->pd.src_desc());
       args[DNNL_ARG_DST] = as_dst_memory(dst, e->pd.dst_desc());
