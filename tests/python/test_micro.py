@@ -57,7 +57,7 @@ def test_quick_run_writes_every_field(tmp_path):
     assert {g["op"] for g in r["gemm"]} >= {"torch.mm (eager)", "F.linear (fxcpp, oneDNN)", "conv2d (fxcpp, oneDNN)"}
     for g in r["gemm"]:
         assert g["gflops"] > 0 and g["pct_peak"] > 0
-    assert {k["kernel"] for k in r["memory"]} == {"pointwise4", "softmax_scale_mask", "add_layer_norm", "rmsnorm"}
+    assert {k["kernel"] for k in r["memory"]} == {"pointwise4", "pointwise4_tanh", "softmax_scale_mask", "add_layer_norm", "rmsnorm"}
     for k in r["memory"]:
         for b in r["backends"]:
             assert "error" not in k[b], k[b]

@@ -30,6 +30,9 @@ struct FusedCall {
   // Per output: it shares an input's buffer, so it is stored only after the block's last read
   // (never written directly by the instruction computing it).
   std::vector<uint8_t> in_place;
+  // Per output: larger than the last-level cache, so written with streaming stores (no read
+  // for ownership, nothing evicted for data no one reads soon).
+  std::vector<uint8_t> stream;
 };
 
 using Interpreter = void (*)(const FusedCall&);

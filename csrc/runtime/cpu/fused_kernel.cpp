@@ -9,6 +9,7 @@
 #include <ATen/Version.h>
 
 #include <atomic>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
@@ -47,6 +48,24 @@ const char* interpreter_isa() {
 }  // namespace cpu
 
 namespace {
+
+// The last-level cache's size, read once (32 MiB when the system does not say).
+size_t last_level_cache_bytes() {
+  static const size_t bytes = [] {
+    for (int idx : {3, 2}) {
+      std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx) + "/size");
+      std::string s;
+      if (f >> s && !s.empty()) {
+        size_t n = std::stoul(s);
+        if (s.back() == 'K') n <<= 10;
+        if (s.back() == 'M') n <<= 20;
+        return n;
+      }
+    }
+    return size_t{32} << 20;
+  }();
+  return bytes;
+}
 
 using cpu::FusedCall;
 using cpu::kMaxDims;
@@ -188,6 +207,7 @@ class CpuFusedKernel final : public Kernel {
     }
     FusedCall call = layout(p, in, out, D);
     call.in_place = in_place;
+    call.stream = streaming(out, in_place);
     if (call.ndim < 0) {  // a row that does not run on in some input's memory: make those contiguous
       for (size_t k = 0; k < nin; ++k) {  // broadcast to the whole domain, then laid out densely
         std::vector<int64_t> padded = in[k].sizes().vec();
@@ -198,6 +218,7 @@ class CpuFusedKernel final : public Kernel {
         if (!o.is_contiguous()) o = o.contiguous();
       call = layout(p, in, out, D);
       call.in_place = in_place;
+      call.stream = streaming(out, in_place);
       if (call.ndim < 0) throw std::logic_error("cpu_fused: rows still do not merge after making inputs contiguous");
     }
     run_(call);
@@ -205,6 +226,14 @@ class CpuFusedKernel final : public Kernel {
   }
 
  private:
+  // Outputs too large for the last-level cache (and fp32, fresh) are written with streaming stores.
+  static std::vector<uint8_t> streaming(const std::vector<at::Tensor>& out, const std::vector<uint8_t>& in_place) {
+    std::vector<uint8_t> s(out.size(), 0);
+    for (size_t k = 0; k < out.size(); ++k)
+      s[k] = !in_place[k] && out[k].scalar_type() == c10::kFloat && out[k].nbytes() >= last_level_cache_bytes();
+    return s;
+  }
+
   static void finish(Stack& stack, std::vector<at::Tensor>& out) {
     stack.clear();
     for (auto& t : out) stack.emplace_back(std::move(t));

@@ -51,6 +51,23 @@ class AlignedFloats {
   size_t cap_ = 0;
 };
 
+// A vector store; streaming (non-temporal: no read for ownership, caches left alone) where
+// asked and aligned. The task that streamed ends with a store fence (end_streams()).
+inline void put(float* p, const Vec& v, bool stream) {
+#if defined(CPU_CAPABILITY_AVX512)
+  if (stream && (reinterpret_cast<uintptr_t>(p) & 63) == 0) return _mm512_stream_ps(p, __m512(v));
+#elif defined(CPU_CAPABILITY_AVX2)
+  if (stream && (reinterpret_cast<uintptr_t>(p) & 31) == 0) return _mm256_stream_ps(p, __m256(v));
+#endif
+  v.store(p);
+}
+
+inline void end_streams() {
+#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
+  _mm_sfence();
+#endif
+}
+
 inline float lane0(const Vec& v) {
   float t[V];
   v.store(t);
@@ -151,7 +168,7 @@ inline void load(Regs& R, int dst, c10::ScalarType t, const char* p, int64_t str
   for (; i < n; ++i) d[i] = load_one(t, p + i * stride * es);
 }
 
-inline void store(const Regs& R, int reg, c10::ScalarType t, char* p, int64_t stride, int64_t n) {
+inline void store(const Regs& R, int reg, c10::ScalarType t, char* p, int64_t stride, int64_t n, bool stream = false) {
   if (!R.splat[reg] && static_cast<const void*>(R.ptr[reg]) == p) return;  // already written there
   const int64_t es = static_cast<int64_t>(c10::elementSize(t));
   if (R.splat[reg]) {
@@ -162,7 +179,7 @@ inline void store(const Regs& R, int reg, c10::ScalarType t, char* p, int64_t st
   int64_t i = 0;
   if (stride == 1 && t == c10::kFloat) {
     auto* d = reinterpret_cast<float*>(p);
-    for (; i + V <= n; i += V) Vec::loadu(a + i).store(d + i);
+    for (; i + V <= n; i += V) put(d + i, Vec::loadu(a + i), stream);
     if (i < n) Vec::loadu(a + i, n - i).store(d + i, n - i);
     return;
   }
@@ -185,36 +202,36 @@ inline float* dest(Regs& R, const PInstr& I, float* direct) {
 }
 
 template <typename F>
-inline void unary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nullptr) {
+inline void unary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nullptr, bool stream = false) {
   if (R.splat[I.a]) return R.set_splat(I.dst, lane0(f(Vec(R.s[I.a]))));
   const float* a = R.ptr[I.a];
   float* d = dest(R, I, direct);
   int64_t i = 0;
-  for (; i + V <= n; i += V) f(Vec::loadu(a + i)).store(d + i);
+  for (; i + V <= n; i += V) put(d + i, f(Vec::loadu(a + i)), stream);
   if (i < n) f(Vec::loadu(a + i, n - i)).store(d + i, n - i);
 }
 
 template <bool SA, bool SB, typename F>
-inline void binary_loop(const float* a, Vec va, const float* b, Vec vb, float* d, int64_t n, F f) {
+inline void binary_loop(const float* a, Vec va, const float* b, Vec vb, float* d, int64_t n, F f, bool stream) {
   int64_t i = 0;
-  for (; i + V <= n; i += V) f(SA ? va : Vec::loadu(a + i), SB ? vb : Vec::loadu(b + i)).store(d + i);
+  for (; i + V <= n; i += V) put(d + i, f(SA ? va : Vec::loadu(a + i), SB ? vb : Vec::loadu(b + i)), stream);
   if (i < n) f(SA ? va : Vec::loadu(a + i, n - i), SB ? vb : Vec::loadu(b + i, n - i)).store(d + i, n - i);
 }
 
 template <typename F>
-inline void binary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nullptr) {
+inline void binary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nullptr, bool stream = false) {
   const bool sa = R.splat[I.a], sb = R.splat[I.b];
   if (sa && sb) return R.set_splat(I.dst, lane0(f(Vec(R.s[I.a]), Vec(R.s[I.b]))));
   const float *a = R.ptr[I.a], *b = R.ptr[I.b];
   const Vec va(R.s[I.a]), vb(R.s[I.b]);
   float* d = dest(R, I, direct);
-  if (sa) binary_loop<true, false>(a, va, b, vb, d, n, f);
-  else if (sb) binary_loop<false, true>(a, va, b, vb, d, n, f);
-  else binary_loop<false, false>(a, va, b, vb, d, n, f);
+  if (sa) binary_loop<true, false>(a, va, b, vb, d, n, f, stream);
+  else if (sb) binary_loop<false, true>(a, va, b, vb, d, n, f, stream);
+  else binary_loop<false, false>(a, va, b, vb, d, n, f, stream);
 }
 
 template <typename F>
-inline void ternary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nullptr) {
+inline void ternary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nullptr, bool stream = false) {
   const bool sa = R.splat[I.a], sb = R.splat[I.b], sc = R.splat[I.c];
   if (sa && sb && sc) return R.set_splat(I.dst, lane0(f(Vec(R.s[I.a]), Vec(R.s[I.b]), Vec(R.s[I.c]))));
   const float *a = R.ptr[I.a], *b = R.ptr[I.b], *c = R.ptr[I.c];
@@ -222,7 +239,7 @@ inline void ternary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nu
   float* d = dest(R, I, direct);
   auto get = [](bool splat, const float* p, const Vec& v, int64_t i, int64_t cnt) { return splat ? v : Vec::loadu(p + i, cnt); };
   int64_t i = 0;
-  for (; i + V <= n; i += V) f(get(sa, a, va, i, V), get(sb, b, vb, i, V), get(sc, c, vc, i, V)).store(d + i);
+  for (; i + V <= n; i += V) put(d + i, f(get(sa, a, va, i, V), get(sb, b, vb, i, V), get(sc, c, vc, i, V)), stream);
   if (i < n) f(get(sa, a, va, i, n - i), get(sb, b, vb, i, n - i), get(sc, c, vc, i, n - i)).store(d + i, n - i);
 }
 
@@ -411,9 +428,10 @@ inline void run_block(const std::vector<PInstr>& code, const FusedCall& c, Regs&
     if (I.out < 0 || B.out_stride[I.out] != 1 || c.out[I.out].dtype != c10::kFloat || c.in_place[I.out]) return nullptr;
     return reinterpret_cast<float*>(B.out[I.out]);
   };
-  auto un = [&](const PInstr& I, auto f) { unary(R, I, n, f, direct(I)); };
-  auto bin = [&](const PInstr& I, auto f) { binary(R, I, n, f, direct(I)); };
-  auto ter = [&](const PInstr& I, auto f) { ternary(R, I, n, f, direct(I)); };
+  auto streams = [&](const PInstr& I) { return I.out >= 0 && c.stream[I.out] && direct(I); };
+  auto un = [&](const PInstr& I, auto f) { unary(R, I, n, f, direct(I), streams(I)); };
+  auto bin = [&](const PInstr& I, auto f) { binary(R, I, n, f, direct(I), streams(I)); };
+  auto ter = [&](const PInstr& I, auto f) { ternary(R, I, n, f, direct(I), streams(I)); };
   for (const PInstr& I : code) {
     switch (I.op) {
       case P::Load: load(R, I.dst, c.in[I.a].dtype, B.in[I.a], B.in_stride[I.a], n); break;
@@ -424,7 +442,7 @@ inline void run_block(const std::vector<PInstr>& code, const FusedCall& c, Regs&
       case P::RMin:
       case P::RSumSq:
       case P::RSumExp: reduce(R, I, n); break;
-      case P::Store: store(R, I.b, c.out[I.a].dtype, B.out[I.a], B.out_stride[I.a], n); break;
+      case P::Store: store(R, I.b, c.out[I.a].dtype, B.out[I.a], B.out_stride[I.a], n, c.stream[I.a]); break;
       case P::StoreRow:
         if (B.first_in_row) store(R, I.b, c.out[I.a].dtype, B.row_out[I.a], 0, 1);
         break;
@@ -490,6 +508,7 @@ inline void run_pointwise(const FusedCall& c) {
                    (out_off[k] + i0 * B.out_stride[k]) * static_cast<int64_t>(c10::elementSize(c.out[k].dtype));
       run_block(p.phases[0], c, R, B);
     }
+    end_streams();
   });
 }
 
@@ -541,6 +560,7 @@ inline void run_rows(const FusedCall& c) {
           }
       }
     }
+    end_streams();
   });
 }
 

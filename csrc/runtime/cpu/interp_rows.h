@@ -79,6 +79,7 @@ inline Vec get(const RowOperand& o, int64_t i, int64_t cnt) { return o.scalar ? 
 struct PDest {
   float* ptr = nullptr;
   int64_t stride = 0;
+  bool stream = false;  // streaming stores (an output larger than the last-level cache)
 };
 
 template <int N, typename F>
@@ -123,7 +124,7 @@ inline void apply(PRegs& R, int dst, const std::array<int, N>& ops, const PBlock
     std::array<Vec, N> v;
     for (; i + V <= B.L; i += V) {
       for (int k = 0; k < N; ++k) v[k] = get(o[k], i, V);
-      call(v).store(dj + i);
+      put(dj + i, call(v), direct.stream);
     }
     if (i < B.L) {
       for (int k = 0; k < N; ++k) v[k] = get(o[k], i, B.L - i);
@@ -251,7 +252,8 @@ inline void preduce(PRegs& R, const PInstr& I, const PBlock& B) {
   R.r[I.dst] = PReg{PReg::PerRow, nullptr, 0, 0.f, d};
 }
 
-inline void pstore(const PReg& x, c10::ScalarType t, char* p, int64_t inner, int64_t row, const PBlock& B, bool per_row) {
+inline void pstore(const PReg& x, c10::ScalarType t, char* p, int64_t inner, int64_t row, const PBlock& B, bool per_row,
+                   bool stream = false) {
   const int64_t es = static_cast<int64_t>(c10::elementSize(t));
   if (!per_row && x.kind == PReg::Rows && static_cast<const void*>(x.ptr) == p && x.stride == row) return;  // in place
   for (int64_t j = 0; j < B.m; ++j) {
@@ -269,7 +271,7 @@ inline void pstore(const PReg& x, c10::ScalarType t, char* p, int64_t inner, int
     int64_t i = 0;
     if (inner == 1 && t == c10::kFloat) {
       auto* d = reinterpret_cast<float*>(q);
-      for (; i + V <= B.L; i += V) Vec::loadu(a + i).store(d + i);
+      for (; i + V <= B.L; i += V) put(d + i, Vec::loadu(a + i), stream);
       if (i < B.L) Vec::loadu(a + i, B.L - i).store(d + i, B.L - i);
       continue;
     }
@@ -289,7 +291,7 @@ inline void run_packed_block(const std::vector<PInstr>& code, const FusedCall& c
   // An fp32 output contiguous along its rows is written in place by the instruction computing it.
   auto direct = [&](const PInstr& I) -> PDest {
     if (I.out < 0 || B.out_inner[I.out] != 1 || c.out[I.out].dtype != c10::kFloat || c.in_place[I.out]) return {};
-    return PDest{reinterpret_cast<float*>(B.out[I.out]), B.out_row[I.out]};
+    return PDest{reinterpret_cast<float*>(B.out[I.out]), B.out_row[I.out], c.stream[I.out] != 0};
   };
   auto un = [&](const PInstr& I, auto f) { apply<1>(R, I.dst, {I.a}, B, f, direct(I)); };
   auto bin = [&](const PInstr& I, auto f) { apply<2>(R, I.dst, {I.a, I.b}, B, f, direct(I)); };
@@ -304,7 +306,9 @@ inline void run_packed_block(const std::vector<PInstr>& code, const FusedCall& c
       case P::RMin:
       case P::RSumSq:
       case P::RSumExp: preduce(R, I, B); break;
-      case P::Store: pstore(R.r[I.b], c.out[I.a].dtype, B.out[I.a], B.out_inner[I.a], B.out_row[I.a], B, false); break;
+      case P::Store:
+        pstore(R.r[I.b], c.out[I.a].dtype, B.out[I.a], B.out_inner[I.a], B.out_row[I.a], B, false, c.stream[I.a]);
+        break;
       case P::StoreRow: pstore(R.r[I.b], c.out[I.a].dtype, B.out[I.a], 0, B.out_row[I.a], B, true); break;
       default: eval_op(I, un, bin, ter); break;
     }
@@ -328,6 +332,17 @@ inline void run_rows_packed(const FusedCall& c) {
     for (size_t k = 0; k < no; ++k) B.out_row[k] = c.out[k].strides[0], B.out_inner[k] = c.out[k].strides[1];
     for (int64_t r = r0; r < r1; r += B.m) {
       B.m = std::min(m_max, r1 - r);
+      // While this block computes (in cache), the next one's rows are already on their way:
+      // without it each block would wait on DRAM, then compute, never both at once.
+      if (r + B.m < r1)
+        for (size_t k = 0; k < ni; ++k) {
+          if (B.in_inner[k] != 1 || B.in_row[k] == 0) continue;  // strided or shared by all rows
+          const int64_t es = static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
+          const char* next = static_cast<const char*>(c.in[k].data) + (r + B.m) * B.in_row[k] * es;
+          const int64_t m_next = std::min(m_max, r1 - r - B.m);
+          for (int64_t j = 0; j < m_next; ++j)
+            for (int64_t off = 0; off < L * es; off += 64) __builtin_prefetch(next + j * B.in_row[k] * es + off);
+        }
       for (size_t k = 0; k < ni; ++k)
         B.in[k] = static_cast<const char*>(c.in[k].data) + r * B.in_row[k] * static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
       for (size_t k = 0; k < no; ++k)
@@ -338,6 +353,7 @@ inline void run_rows_packed(const FusedCall& c) {
         for (const auto& code : p.phases) run_packed_block(code, c, R, B);
       }
     }
+    end_streams();
   });
 }
 
