@@ -34,3 +34,5 @@ def _configure_logging():
 
 
 _configure_logging()
+_logging.getLogger("fxcpp").debug("host: %s; bf16 GEMM/conv %s", _C.host_info()["summary"],
+                                  "native" if _C.host_info()["native_bf16"] else "computed as fp32")

@@ -42,7 +42,9 @@ def machine_info(device: str, argv: list[str]) -> dict:
 def bf16_supported(device: str) -> bool:
     if device == "cuda":
         return torch.cuda.is_bf16_supported()
-    return bool({"avx512_bf16", "amx_bf16"} & set(machine.machine_info(1, "")["isa_flags"]))
+    # Every CPU runs bf16: natively with AVX512_BF16/AMX, otherwise fxcpp computes it as fp32
+    # (issue 10), and eager's emulated time is the baseline the user would see.
+    return True
 
 
 def sync(device: str):

@@ -28,6 +28,16 @@ def physical_cores() -> int:
     return len(cores) or len(os.sched_getaffinity(0))
 
 
+def _fxcpp_host() -> dict | None:
+    """fxcpp's own view of the host (runtime/host.h): the ISA its kernels and oneDNN use."""
+    try:
+        import fxcpp
+
+        return dict(fxcpp._C.host_info())
+    except Exception:  # noqa: BLE001 - the record still says what /proc/cpuinfo says
+        return None
+
+
 def machine_info(threads: int, command: str) -> dict:
     model, flags = platform.processor(), set()
     try:
@@ -53,6 +63,7 @@ def machine_info(threads: int, command: str) -> dict:
         "physical_cores": physical_cores(),
         "isa_flags": sorted(flags & {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile"}),
         "l3": l3.read_text().strip() if l3.exists() else None,
+        "host": _fxcpp_host(),
         "threads": threads,
         "torch_version": torch.__version__,
         "torch_threads": torch.get_num_threads(),

@@ -55,6 +55,7 @@ def markdown(results: dict) -> str:
     lines = [f"Machine: {meta['cpu_model']}{', ' + meta['gpu'] if meta.get('gpu') else ''}, {meta['threads']} threads, "
              f"torch {meta['torch_version']}, "
              f"commit {(meta['git_commit'] or '')[:10]}",
+             f"Host ISA: {(meta.get('host') or {}).get('summary', ', '.join(meta.get('isa_flags', [])))}",
              f"Command: `{meta['command']}`", "",
              "Latency: median ms (speedup over eager); ✗ accuracy failure, ! compile/run error.", ""]
     head = ["model", "batch", "dtype"] + configs + ["fxcpp / best inductor"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import time
@@ -60,9 +61,9 @@ def measure_gemm(threads: int, quick: bool, peak: dict) -> list:
     """Large GEMMs and a large convolution: eager ATen against fxcpp's oneDNN kernels
     (prepacked weights), as GFLOP/s and % of the measured FMA peak."""
     sizes = [1024] if quick else [1024, 2048, 4096]
-    dtypes = [torch.float32]
-    if torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported():
-        dtypes.append(torch.bfloat16)
+    # bf16 on every host: where it has no native bf16, eager's row shows the emulated speed and
+    # fxcpp's the fp32 path it takes instead.
+    dtypes = [torch.float32, torch.bfloat16]
     rows = []
 
     def add(op, shape, key, fn, args, flops):
@@ -90,6 +91,69 @@ def measure_gemm(threads: int, quick: bool, peak: dict) -> list:
             add("conv2d (eager)", shape, key, conv, (x, w), flops)
             add("conv2d (fxcpp, oneDNN)", shape, key, _compiled(conv, "fxcpp"), (x, w), flops)
     return rows
+
+
+def _linear(k: int, n: int, dtype, choice: str | None):
+    """A compiled nn.Linear(k, n) (a parameter weight, so fxcpp may pack it), made with
+    FXCPP_KERNEL_CHOICE=choice (None: fxcpp's own rule) and called once to settle its path."""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(k, n).eval().to(dtype)
+    old = os.environ.pop("FXCPP_KERNEL_CHOICE", None)
+    if choice:
+        os.environ["FXCPP_KERNEL_CHOICE"] = choice
+    try:
+        torch._dynamo.reset()
+        fn = torch.compile(lin, backend="fxcpp", dynamic=False)
+        return lin, fn
+    finally:
+        os.environ.pop("FXCPP_KERNEL_CHOICE", None)
+        if old is not None:
+            os.environ["FXCPP_KERNEL_CHOICE"] = old
+
+
+def measure_gemv(threads: int, quick: bool) -> list:
+    """Small-M GEMMs (batch-1 serving, decoding): GB/s of weight traffic (each weight byte read
+    once per call) and % of a triad timed just before, for eager (MKL / oneDNN in ATen),
+    fxcpp's default choice, fxcpp's GEMV forced and oneDNN's primitive on a packed weight
+    forced: the last two are what the default rule (kGemvMaxM) was chosen from."""
+    sizes = [(1024, 1024), (4096, 4096)] if quick else [(k, n) for k in (512, 1024, 2048, 4096)
+                                                        for n in (512, 1024, 2048, 4096)]
+    ms = [1, 16] if quick else [1, 4, 16]
+    rows = []
+    for dtype in (torch.float32, torch.bfloat16):
+        key = "fp32" if dtype == torch.float32 else "bf16"
+        for k, n in sizes:
+            triad = native.stream_triad(threads, 64, 10)["gbps_median"]
+            wbytes = k * n * dtype.itemsize
+            for m in ms:
+                x = torch.randn(m, k, dtype=dtype)
+                row = {"m": m, "k": k, "n": n, "dtype": key, "weight_mb": wbytes / 1e6, "triad_gbps": triad}
+                with torch.no_grad():
+                    for name, choice in (("eager", None), ("fxcpp", None), ("gemv", "gemv"), ("onednn", "onednn")):
+                        try:
+                            lin, fn = _linear(k, n, dtype, choice)
+                            if name == "eager":
+                                fn = lin
+                            elif name == "fxcpp":
+                                row["fxcpp_path"] = _path(lin, x)
+                            sec = _time(fn, (x,), threads, 0.05 if quick else 0.2)
+                            row[name] = {"us": sec * 1e6, "gbps": wbytes / sec / 1e9,
+                                         "pct_triad": 100 * wbytes / sec / 1e9 / triad}
+                        except Exception as e:  # noqa: BLE001 - one failing path must not lose the rest
+                            row[name] = {"error": f"{type(e).__name__}: {e}"[:300]}
+                rows.append(row)
+    torch._dynamo.reset()
+    return rows
+
+
+def _path(lin, x) -> str:
+    """Which implementation fxcpp's default rule ran (explain's impl column, its first word)."""
+    import fxcpp
+
+    torch._dynamo.reset()
+    impl = [r.impl for r in fxcpp.explain(lin, x).rows if r.kernel == "onednn" and r.impl]
+    torch._dynamo.reset()
+    return impl[0].split(",")[0] if impl else "?"
 
 
 def _memory_fn(name):
@@ -159,8 +223,11 @@ def _fmt(cell, key, pct_key=None):
 def to_markdown(r: dict) -> str:
     m, pk, tr = r["machine"], r["peak"], r["triad"]
     backends = r["backends"]
+    host = (m.get("host") or {}).get("summary", "?")
     lines = [
         "# Micro-benchmarks: physical limits",
+        "",
+        f"Host ISA: {host}.",
         "",
         f"{m['cpu_model']}, {m['physical_cores']} cores, {m['threads']} threads, L3 {m['l3']}, "
         f"torch {m['torch_version']}, commit {(m['git_commit'] or '?')[:10]}{' (dirty)' if m['git_dirty'] else ''}"
@@ -194,6 +261,19 @@ def to_markdown(r: dict) -> str:
     for k in r["memory"]:
         cells = " | ".join(_fmt(k.get(b), "gbps", "pct_triad") for b in backends)
         lines.append(f"| {k['kernel']} | {'x'.join(map(str, k['shape']))} | {k['mbytes']:.0f} | {cells} |")
+    if r.get("gemv"):
+        lines += ["", "## Small-M GEMM (nn.Linear(K, N) on an [M, K] input)", "",
+                  "GB/s of weight traffic (K x N weights read once per call); in parentheses % of a triad timed",
+                  "before each (K, N). `fxcpp` is the default rule (its path in the last column); `gemv` and",
+                  "`onednn` are each path forced (FXCPP_KERNEL_CHOICE), what the rule was chosen from.", "",
+                  "| dtype | M | K x N | weight MB | eager | fxcpp | gemv | onednn | fxcpp / eager time | fxcpp path |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for g in r["gemv"]:
+            cells = " | ".join(_fmt(g.get(b), "gbps", "pct_triad") for b in ("eager", "fxcpp", "gemv", "onednn"))
+            ratio = (f"{g['fxcpp']['us'] / g['eager']['us']:.2f}" if "us" in g.get("fxcpp", {}) and "us" in g.get("eager", {})
+                     else "-")
+            lines.append(f"| {g['dtype']} | {g['m']} | {g['k']}x{g['n']} | {g['weight_mb']:.1f} | {cells} | {ratio} | "
+                         f"{g.get('fxcpp_path', '-')} |")
     o = r["overhead"]
     lines += ["", f"## Host overhead: {o['graph']}", "", "| " + " | ".join(backends) + " |", "|" + "---|" * len(backends),
               "| " + " | ".join(_fmt(o.get(b), "us_per_call") + " us" for b in backends) + " |", ""]
@@ -219,6 +299,7 @@ def main(argv=None) -> dict:
     r["triad"] = native.stream_triad(args.threads, 64, 10 if args.quick else 50)
     r["gemm"] = measure_gemm(args.threads, args.quick, r["peak"])
     r["memory"] = measure_memory(args.threads, args.quick, backends)
+    r["gemv"] = measure_gemv(args.threads, args.quick)
     r["overhead"] = measure_overhead(args.threads, args.quick, backends)
     r["seconds"] = time.time() - t0
 

@@ -20,6 +20,8 @@
 #include "runtime/buffer_pool.h"
 #include "runtime/cpu/fused_call.h"
 #include "runtime/executor.h"
+#include "runtime/host.h"
+#include "runtime/cpu/gemv.h"
 #ifdef FXCPP_HAS_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -292,6 +294,25 @@ PYBIND11_MODULE(_C, m) {
     d["pool_misses"] = pool.misses;
     d["pool_cached_bytes"] = pool.cached_bytes;
     d["isa"] = fxcpp::cpu::interpreter_isa();
+    return d;
+  });
+  // This host's CPU as the kernels see it (runtime/host.h): recorded beside every benchmark.
+  m.def("host_info", [] {
+    const fxcpp::HostInfo& h = fxcpp::host();
+    py::dict d;
+    d["summary"] = h.str();
+    d["avx2"] = h.avx2;
+    d["fma"] = h.fma;
+    d["avx512"] = h.avx512;
+    d["avx512_bf16"] = h.avx512_bf16;
+    d["avx512_fp16"] = h.avx512_fp16;
+    d["amx"] = h.amx;
+    d["l1d"] = h.l1d;
+    d["l2"] = h.l2;
+    d["l3"] = h.l3;
+    d["onednn_isa"] = h.onednn_isa;
+    d["native_bf16"] = fxcpp::native_bf16();
+    d["aten_isa"] = fxcpp::cpu::gemv_isa();
     return d;
   });
   m.def("has_onednn", [] {

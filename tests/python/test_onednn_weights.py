@@ -34,7 +34,7 @@ def conv_bn_model():
 
 MODELS = {
     "conv": (conv_model, lambda: torch.randn(2, 3, 8, 8)),
-    "linear": (linear_model, lambda: torch.randn(4, 16)),
+    "linear": (linear_model, lambda: torch.randn(32, 16)),  # M > 16: the packed oneDNN path, not the GEMV
     "conv_bn": (conv_bn_model, lambda: torch.randn(2, 3, 8, 8)),
 }
 

@@ -6,7 +6,8 @@
 
 namespace fxcpp::fusion {
 
-inline bool onednn_dtype(c10::ScalarType t) { return t == c10::kFloat || t == c10::kBFloat16; }
+// fp16 runs as fp32 in the kernels (oneDNN 3.2 has fp16 kernels only on AVX512-FP16/AMX-FP16 hosts).
+inline bool onednn_dtype(c10::ScalarType t) { return t == c10::kFloat || t == c10::kBFloat16 || t == c10::kHalf; }
 
 // A CPU tensor Value of a dtype oneDNN runs, with a known rank.
 inline bool onednn_tensor(const Value* v) {

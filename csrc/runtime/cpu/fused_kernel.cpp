@@ -15,6 +15,7 @@
 
 #include "runtime/buffer_pool.h"
 #include "runtime/cpu/fused_call.h"
+#include "runtime/cpu/isa.h"
 #include "runtime/kernel.h"
 
 namespace fxcpp {
@@ -24,15 +25,9 @@ void run_DEFAULT(const FusedCall& c);
 void run_AVX2(const FusedCall& c);
 void run_AVX512(const FusedCall& c);
 
-// The capability torch itself dispatches to on this host (ATEN_CPU_CAPABILITY can lower it).
-static const std::string& capability() {
-  static const std::string c = at::get_cpu_capability();
-  return c;
-}
-
 Interpreter select_interpreter() {
-  if (capability() == "AVX512") return run_AVX512;
-  if (capability() == "AVX2") return run_AVX2;
+  if (aten_capability() == "AVX512") return run_AVX512;
+  if (aten_capability() == "AVX2") return run_AVX2;
   return run_DEFAULT;
 }
 
@@ -40,8 +35,8 @@ static std::atomic<int64_t> g_in_place{0};
 int64_t in_place_outputs() { return g_in_place.load(); }
 
 const char* interpreter_isa() {
-  if (capability() == "AVX512") return "avx512";
-  if (capability() == "AVX2") return "avx2";
+  if (aten_capability() == "AVX512") return "avx512";
+  if (aten_capability() == "AVX2") return "avx2";
   return "default";
 }
 

@@ -28,7 +28,8 @@ memory::data_type dtype_of(c10::ScalarType t) {
   switch (t) {
     case c10::kFloat: return memory::data_type::f32;
     case c10::kBFloat16: return memory::data_type::bf16;
-    default: throw std::invalid_argument(std::string("oneDNN kernels take float32/bfloat16, got ") + c10::toString(t));
+    case c10::kHalf: return memory::data_type::f16;
+    default: throw std::invalid_argument(std::string("oneDNN kernels take float32/bfloat16/float16, got ") + c10::toString(t));
   }
 }
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
 #include <vector>
@@ -53,6 +54,15 @@ struct PackedWeights {
   std::vector<TensorStamp> stamps;
   at::Tensor weight;  // bytes in the primitive's weights desc
   at::Tensor bias;    // plain [OC], or undefined
+};
+// What a pack is laid out for; signatures whose packs have equal layouts share one.
+struct PackLayout {
+  std::string kind;      // "onednn": a primitive's weights desc; "gemv": [N, K] rows
+  memory::desc md;       // onednn: the primitive's weights desc (its data type included)
+  c10::ScalarType dtype = c10::kFloat;  // gemv: the rows' dtype
+  bool operator==(const PackLayout& o) const {
+    return kind == o.kind && (kind == "onednn" ? md == o.md : dtype == o.dtype);
+  }
 };
 // The weight (and bias) with BatchNorm folded in along output-channel dim `oc_dim` of w:
 // w * g/sqrt(v+eps), (b - m) * g/sqrt(v+eps) + beta. Computed in fp32, returned in w's dtype.

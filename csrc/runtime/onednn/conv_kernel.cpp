@@ -77,7 +77,11 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
   }
 
   void run_onednn(Stack& stack) const override {
-    const at::Tensor x = stack[0].toTensor();
+    // Without native kernels for the dtype, the primitive runs in fp32 (activations widened
+    // here, channels-last strides kept; the result rounded back once).
+    const c10::ScalarType io = stack[0].toTensor().scalar_type(), cdt = compute_dtype(io);
+    const bool widen = cdt != io;
+    const at::Tensor x = widen ? stack[0].toTensor().to(cdt) : stack[0].toTensor();
     const at::Tensor w = stack[1].toTensor();
     const at::Tensor bias = stack[2].isNone() ? at::Tensor() : stack[2].toTensor();
     const int64_t nd = x.dim(), sp = nd - 2;
@@ -114,8 +118,10 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     for (size_t i = 0; i < f_.post_ops.size(); ++i) {
       const PostOp& p = f_.post_ops[i];
       if (p.arg < 0) continue;
-      const bool owned = p.kind == PostOp::Kind::Sum && !in_place.defined() && uniquely_owned(stack[p.arg].toTensor());
+      const bool owned =
+          p.kind == PostOp::Kind::Sum && !widen && !in_place.defined() && uniquely_owned(stack[p.arg].toTensor());
       at::Tensor t = stack[p.arg].toTensor();
+      if (widen) t = t.to(cdt);
       // A full-size operand in the output's layout can be read (or accumulated into) as it is.
       const bool full = t.sizes().equals(at::IntArrayRef(out));
       if (owned && full && out_cl && channels_last(t)) in_place = t;
@@ -127,8 +133,10 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     std::vector<at::Tensor> shape_of = {x, w, bias};
     for (const auto& t : operands) shape_of.push_back(t);
     std::string key = signature(shape_of, sum_in_place) + (cached ? "c" : "p");
-    auto e = entry(key, [&] { return build(x, w, bias, !bn.empty(), out, pad_l, pad_r, dil, strides, operands, sum_in_place); },
-                   cached ? "weight packed once" : "weight reordered every call (" + per_call_reason() + ")");
+    const c10::ScalarType bias_dt = bias.defined() && !widen ? bias.scalar_type() : cdt;
+    auto e = entry(
+        key, [&] { return build(x, w, cdt, bias.defined(), bias_dt, !bn.empty(), out, pad_l, pad_r, dil, strides, operands, sum_in_place); },
+        onednn_name(io), cached ? "weight packed once" : "weight reordered every call (" + per_call_reason() + ")");
     auto run_once = [&](bool scratch) {
       // Input: as it is when the primitive reads that layout, else reordered into the one it picked.
       memory src_mem = as_memory(x, e->src_plain);
@@ -148,21 +156,28 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
       std::shared_ptr<const PackedWeights> packed;
       at::Tensor b_hold;  // keeps a per-call bias alive until execute() returns
       if (cached) {
-        packed = packed_weights(*e, w, bias, bn, [&](const at::Tensor& wt, bool) { return weight_plain(wt); });
+        packed = packed_weights(*e, w, bias, bn, PackLayout{"onednn", e->pd.weights_desc()},
+                                [&](const at::Tensor& wt, const at::Tensor& bt) {
+                                  const at::Tensor wc = wt.to(cdt);
+                                  return std::make_pair(reorder_to(wc, weight_plain(wc), e->pd.weights_desc()),
+                                                        bt.defined() ? bt.to(bias_dt).contiguous() : at::Tensor());
+                                });
         args[DNNL_ARG_WEIGHTS] = memory(e->pd.weights_desc(), cpu_engine(), const_cast<void*>(packed->weight.const_data_ptr()));
         if (packed->bias.defined()) args[DNNL_ARG_BIAS] = as_memory(packed->bias, e->bias_md);
       } else {
         auto [wt, bt] = folded(w, bias, bn);
-        args[DNNL_ARG_WEIGHTS] = reorder_to_thread_buffer(wt, weight_plain(wt), e->pd.weights_desc());
-        if (bt.defined()) args[DNNL_ARG_BIAS] = as_memory(b_hold = bt.contiguous(), e->bias_md);
+        const at::Tensor wc = wt.to(cdt);
+        args[DNNL_ARG_WEIGHTS] = reorder_to_thread_buffer(wc, weight_plain(wc), e->pd.weights_desc());
+        if (bt.defined()) args[DNNL_ARG_BIAS] = as_memory(b_hold = bt.to(bias_dt).contiguous(), e->bias_md);
       }
       for (const auto& [i, d] : e->binary)
         args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = as_memory(operands[i], d);
       execute(e->prim, e->pd, args);
-      if (out_cl) return dst;
-      at::Tensor plain = pooled_empty(dst.sizes(), dst.scalar_type());  // contiguous, as eager returns it
-      plain.copy_(dst);
-      return plain;
+      if (out_cl && !widen) return dst;
+      // Contiguous, as eager returns it (or channels-last as asked), in the caller's dtype.
+      at::Tensor res = out_cl ? empty_cl(dst.sizes(), dst.options().dtype(io)) : pooled_empty(dst.sizes(), io);
+      res.copy_(dst);
+      return res;
     };
     finish(stack, choose(*e, stack, run_once));
   }
@@ -189,11 +204,12 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     return memory::desc(d, dtype_of(w.scalar_type()), s);
   }
 
-  std::shared_ptr<ConvEntry> build(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias, bool folded,
+  std::shared_ptr<ConvEntry> build(const at::Tensor& x, const at::Tensor& w, c10::ScalarType cdt, bool has_bias,
+                                   c10::ScalarType bias_dt, bool folded,
                                    const Dims& out, const Dims& pad_l, const Dims& pad_r, const Dims& dil,
                                    const Dims& strides, const std::vector<at::Tensor>& operands, bool sum_in_place) const {
     const int64_t nd = x.dim();
-    auto dt = dtype_of(x.scalar_type());
+    auto dt = dtype_of(cdt);
     auto e = std::make_shared<ConvEntry>();
     e->src_plain = plain_desc(x);
     const memory::desc w_plain = weight_plain(w);
@@ -201,9 +217,9 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     // Channels-last input: read it as it is. Otherwise let oneDNN choose (and reorder into it).
     memory::desc src_md = channels_last(x) ? e->src_plain : memory::desc(dims_of(x.sizes()), dt, tag::any);
     memory::desc dst_md(out, dt, nd == 3 ? tag::nwc : nd == 4 ? tag::nhwc : tag::ndhwc);
-    memory::desc w_md(w_plain.get_dims(), w_plain.get_data_type(), tag::any);
+    memory::desc w_md(w_plain.get_dims(), dt, tag::any);
     memory::desc bias_md;
-    if (bias.defined() || folded) bias_md = memory::desc({out[1]}, bias.defined() ? dtype_of(bias.scalar_type()) : dt, tag::a);
+    if (has_bias || folded) bias_md = memory::desc({out[1]}, has_bias ? dtype_of(bias_dt) : dt, tag::a);
     PostOpArgs po = build_post_ops(f_, operands, sum_in_place, nd);
     if (f_.transposed) {
       auto pd = dnnl::deconvolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,

@@ -1,14 +1,23 @@
 // onednn::matmul: Linear / addmm / mm / bmm with bias, folded BatchNorm and a post-op
-// chain, on oneDNN's matmul primitive. One primitive per concrete call signature, built
-// at its first call; a long-lived 2-d weight (a parameter) is reordered once into the
-// layout the primitive prefers and re-packed only when that tensor changes. Any other
-// weight is read where it lies: measured on oneDNN 3.2 (brgemm), reading a plain [K, N] or
-// [N, K] weight is never slower than reordering it at every call.
+// chain. Per concrete call signature, one of (named so in explain()):
+//  - "onednn": oneDNN's matmul primitive, built at the signature's first call. A long-lived
+//    2-d weight (a parameter) is reordered once into the layout the primitive prefers and
+//    re-packed only when that tensor changes. Any other weight is read where it lies:
+//    measured on oneDNN 3.2 (brgemm), reading a plain [K, N] or [N, K] weight is never slower
+//    than reordering it at every call.
+//  - "onednn:bf16-as-fp32" / "onednn:fp16-as-fp32": the same primitive in fp32 where this
+//    host has no native kernels for the dtype (FusedKernel::compute_dtype).
+//  - "gemv": M <= kGemvMaxM (batch-1 serving, decoding): our GEMV (runtime/cpu/gemv.h)
+//    streams the weight's [N, K] rows where they lie, then the post-ops run as ATen ops on
+//    the small [M, N] result.
+// Whichever it is, the signature's first call measures it against eager's ATen ops.
 #include <ATen/ops/empty.h>
 
 #include <atomic>
+#include <cstdlib>
 
 #include "runtime/buffer_pool.h"
+#include "runtime/cpu/gemv.h"
 #include "runtime/onednn/fused_kernel.h"
 #include "runtime/onednn/reference.h"
 
@@ -16,20 +25,37 @@ namespace fxcpp::onednn {
 
 namespace {
 
+// The largest M the GEMV takes by default, measured with `make micro` (its gemv rows time it
+// against oneDNN's packed primitive and eager; README, "Small-M GEMM"). The GEMV computes in
+// fp32: up to M = 16 it beats both for fp32 (and bf16/fp16 computed as fp32). Against native
+// bf16 (vdpbf16ps, twice the fp32 FMA rate) it only wins while the weight stream dominates,
+// up to M = 4; past that the oneDNN path runs, measured against eager as always.
+constexpr int64_t kGemvMaxM = 16;
+constexpr int64_t kGemvMaxMNativeBf16 = 4;
+
+// FXCPP_KERNEL_CHOICE=gemv forces the GEMV wherever its layout allows (any M); =onednn or
+// =aten keep it off.
+enum class GemvPolicy { Auto, Force, Never };
+GemvPolicy gemv_policy() {
+  const char* v = std::getenv("FXCPP_KERNEL_CHOICE");
+  const std::string s = v ? v : "";
+  return s == "gemv" ? GemvPolicy::Force : (s == "onednn" || s == "aten") ? GemvPolicy::Never : GemvPolicy::Auto;
+}
+
 struct MatmulEntry {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul prim;
   std::string impl, impl_note;
-  std::atomic<int> choice{kUndecided};  // oneDNN or ATen, decided at the signature's first call
+  std::atomic<int> choice{kUndecided};  // ours (oneDNN or the GEMV) or ATen, decided at the first call
   std::vector<std::pair<int, memory::desc>> binary;
-  Dims wd, ws;                                  // the logical [.., K, N] weight as the user's tensor lies
   std::shared_ptr<const PackedWeights> packed;  // swapped under the kernel's lock when a source changes
 };
 
 class MatmulKernel final : public FusedKernel<MatmulEntry> {
  public:
   // Parameters, buffers and constants keep their values between calls: pack them once.
-  explicit MatmulKernel(const Node& n) : FusedKernel(n, long_lived_2d(n.args[1].value)) {}
+  explicit MatmulKernel(const Node& n)
+      : FusedKernel(n, long_lived_2d(n.args[1].value)), gemv_policy_(gemv_policy()), gemv_(cpu::select_gemv()) {}
 
  private:
   static bool long_lived_2d(const Value* w) { return long_lived(w) && w->meta && w->meta->dim() == 2; }
@@ -46,6 +72,11 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
       out_shape = src.sizes().vec();
       src = src.reshape({-1, K});
     }
+    if (run_gemv(stack, src, w_in, bias, out_shape)) return;
+    // Without native kernels for the dtype, the primitive runs in fp32 (activations widened here).
+    const c10::ScalarType io = src.scalar_type(), cdt = compute_dtype(io);
+    const bool widen = cdt != io;
+    if (widen) src = src.to(cdt);
     // oneDNN's matmul reads row- or column-major operands; anything else is copied once here.
     if (!matmul_friendly(src)) src = src.contiguous();
     const at::Tensor w0 = matmul_friendly(w_in) ? w_in : w_in.contiguous();
@@ -54,14 +85,12 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     // Read where it lies unless cached; a BatchNorm is then folded at this call.
     at::Tensor w = w0, b_run = bias;
     if (!cached && !bn.empty()) std::tie(w, b_run) = folded(w0, bias, bn);
-    if (!cached && b_run.defined()) b_run = b_run.contiguous();
+    if (!cached && widen) w = w.to(cdt);
+    if (!cached && b_run.defined()) b_run = b_run.to(widen ? cdt : b_run.scalar_type()).contiguous();
     const int64_t nd = src.dim();  // 2 or 3
     // The logical weight [.., K, N]: a Linear's [N, K] weight read transposed through its strides.
-    Dims wd = dims_of(w.sizes()), ws = dims_of(w.strides());
-    if (f_.weight_nk) {
-      std::swap(wd[nd - 1], wd[nd - 2]);
-      std::swap(ws[nd - 1], ws[nd - 2]);
-    }
+    Dims wd, ws;  // (not a structured binding: the lambdas below capture them)
+    std::tie(wd, ws) = logical_weight(w);
     const int64_t N = wd[nd - 1];
     Dims dst_dims = dims_of(src.sizes());
     dst_dims[nd - 1] = N;
@@ -74,35 +103,41 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     for (size_t i = 0; i < f_.post_ops.size(); ++i) {
       const PostOp& p = f_.post_ops[i];
       if (p.arg < 0) continue;
-      // Before any view of it exists: is the executor's stack the only holder?
-      const bool owned = p.kind == PostOp::Kind::Sum && !in_place.defined() && uniquely_owned(stack[p.arg].toTensor());
+      // Before any view of it exists: is the executor's stack the only holder? (Not when
+      // widened: the accumulator would be in another dtype.)
+      const bool owned = p.kind == PostOp::Kind::Sum && !widen && !in_place.defined() &&
+                         uniquely_owned(stack[p.arg].toTensor());
       at::Tensor t = stack[p.arg].toTensor();
       if (f_.flatten_src) t = flatten_operand(t, out_shape);
-      operands[i] = operand_for_dst(t, nd).contiguous();
+      operands[i] = operand_for_dst(t, nd).to(widen ? cdt : t.scalar_type()).contiguous();
       if (owned && t.is_contiguous() && t.sizes().equals(at::IntArrayRef(dst_dims))) in_place = t;
     }
     const bool sum_in_place = in_place.defined();
 
-    std::vector<at::Tensor> shape_of = {src, w, bias};
+    std::vector<at::Tensor> shape_of = {src, w, b_run};
     for (const auto& t : operands) shape_of.push_back(t);
     std::string key = signature(shape_of, sum_in_place) + (cached ? "c" : "p");
+    const c10::ScalarType bias_dt = !bias.defined() ? cdt : widen ? cdt : bias.scalar_type();
     std::shared_ptr<MatmulEntry> e = entry(
-        key, [&] { return build(src, wd, ws, w.scalar_type(), bias, !bn.empty(), operands, sum_in_place, dst_dims, cached); },
-        cached ? "weight packed once" : "weight read in place (" + per_call_reason() + ")");
+        key, [&] { return build(src, wd, ws, cdt, bias.defined(), bias_dt, !bn.empty(), operands, sum_in_place, dst_dims, cached); },
+        onednn_name(io), (cached ? "weight packed once" : "weight read in place (" + per_call_reason() + ")"));
     auto run_once = [&](bool scratch) {
       // A fresh output is allocated in its final shape (oneDNN writes the same bytes through its
       // [.., M, N] description): a view of it would keep its base alive, and a consumer could
       // then never take the buffer over in place.
-      at::Tensor dst = !sum_in_place ? pooled_empty(out_shape, src.scalar_type()) : scratch ? in_place.clone() : in_place;
+      at::Tensor dst = !sum_in_place ? pooled_empty(out_shape, cdt) : scratch ? in_place.clone() : in_place;
       std::unordered_map<int, memory> args;
       args[DNNL_ARG_SRC] = as_memory(src, e->pd.src_desc());
       args[DNNL_ARG_DST] = as_dst_memory(dst, e->pd.dst_desc());
       std::shared_ptr<const PackedWeights> packed;
       if (cached) {
-        packed = packed_weights(*e, w, bias, bn, [&](const at::Tensor& wt, bool folded) {
-          // A folded weight is a fresh contiguous [N, K] tensor: read it transposed through its strides.
-          return plain_desc(wt, e->wd, folded ? swapped_strides(wt, 2) : e->ws);
-        });
+        packed = packed_weights(*e, w, bias, bn, PackLayout{"onednn", e->pd.weights_desc()},
+                                [&](const at::Tensor& wt, const at::Tensor& bt) {
+                                  const at::Tensor wc = wt.to(cdt);
+                                  auto [d, st] = logical_weight(wc);
+                                  return std::make_pair(reorder_to(wc, plain_desc(wc, d, st), e->pd.weights_desc()),
+                                                        bt.defined() ? bt.to(bias_dt).contiguous() : at::Tensor());
+                                });
         args[DNNL_ARG_WEIGHTS] = memory(e->pd.weights_desc(), cpu_engine(), const_cast<void*>(packed->weight.const_data_ptr()));
         if (packed->bias.defined()) args[DNNL_ARG_BIAS] = as_memory(packed->bias, e->pd.bias_desc());
       } else {
@@ -112,19 +147,87 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
       for (const auto& [i, d] : e->binary)
         args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = as_memory(operands[i], d);
       execute(e->prim, e->pd, args);
+      if (widen) return dst.to(io);  // rounded once, at the end
       return sum_in_place ? dst.view(out_shape) : dst;
     };
     finish(stack, choose(*e, stack, run_once));
   }
 
-  static bool matmul_friendly(const at::Tensor& t) { return t.is_contiguous() || t.transpose(-1, -2).is_contiguous(); }
+  // The small-M path (see the top of the file), where it applies: a 2-d problem whose weight
+  // rows [N, K] read with unit stride along K (a Linear's weight as it lies, or x @ W.t()),
+  // or a long-lived weight packed once into such rows (a folded BatchNorm, another layout).
+  // Returns false (nothing run) where it does not apply.
+  bool run_gemv(Stack& stack, const at::Tensor& src, const at::Tensor& w, const at::Tensor& bias,
+                std::vector<int64_t> out_shape) const {
+    if (gemv_policy_ == GemvPolicy::Never || src.dim() != 2 || w.dim() != 2) return false;
+    const c10::ScalarType io = src.scalar_type();
+    const bool native_half = compute_dtype(io) != at::kFloat;
+    if (gemv_policy_ == GemvPolicy::Auto && src.size(0) > (native_half ? kGemvMaxMNativeBf16 : kGemvMaxM)) return false;
+    if (w.scalar_type() != io) return false;
+    const at::Tensor rows = f_.weight_nk ? w : w.t();
+    const std::vector<at::Tensor> bn = bn_tensors(stack);
+    const bool direct = bn.empty() && (rows.stride(1) == 1 || rows.size(1) == 1);
+    const bool cached = !direct && cache_pack(w, bias, bn);
+    if (!direct && !cached) return false;
+    const int64_t M = src.size(0), K = src.size(1), N = rows.size(0);
+    if (f_.flatten_src) out_shape.back() = N;
+    else out_shape = {M, N};
 
-  // t's strides with the last two swapped: a [.., N, K] tensor read as [.., K, N].
-  static Dims swapped_strides(const at::Tensor& t, int64_t nd) {
-    Dims s = dims_of(t.strides());
-    std::swap(s[nd - 1], s[nd - 2]);
-    return s;
+    const std::string key = "gemv" + signature({src, w, bias}, false) + (cached ? "c" : "d");
+    auto e = entry(
+        key,
+        [&] {
+          auto e = std::make_shared<MatmulEntry>();
+          e->impl = std::string(cpu::gemv_isa()) + " " + c10::toString(io) + " rows";
+          return e;
+        },
+        "gemv", direct ? "weight rows read where they lie" : "weight packed once into [N, K] rows");
+    auto run_once = [&](bool) {
+      at::Tensor x = src.to(at::kFloat);
+      if (x.stride(1) != 1 && K != 1) x = x.contiguous();
+      at::Tensor wrows = rows, b = bias;
+      std::shared_ptr<const PackedWeights> packed;
+      if (cached) {
+        packed = packed_weights(*e, w, bias, bn, PackLayout{"gemv", {}, io}, [&](const at::Tensor& wt, const at::Tensor& bt) {
+          return std::make_pair((f_.weight_nk ? wt : wt.t()).contiguous(),
+                                bt.defined() ? bt.to(at::kFloat).contiguous() : at::Tensor());
+        });
+        wrows = packed->weight;
+        b = packed->bias;
+      } else if (b.defined()) {
+        b = b.to(at::kFloat).contiguous();
+      }
+      at::Tensor y = pooled_empty(out_shape, at::kFloat);  // [*, N] contiguous: [M, N] rows
+      cpu::GemvArgs a;
+      a.x = x.const_data_ptr<float>();
+      a.M = M, a.K = K, a.ldx = x.stride(0);
+      a.w = wrows.const_data_ptr();
+      a.wtype = io;
+      a.N = N, a.ldw = wrows.stride(0);
+      a.bias = b.defined() ? b.const_data_ptr<float>() : nullptr;
+      a.y = y.mutable_data_ptr<float>();
+      a.ldy = N;
+      gemv_(a);
+      if (!f_.post_ops.empty()) y = apply_post_ops(f_, y, stack).contiguous();  // fp32 throughout
+      return io == at::kFloat ? y : y.to(io);
+    };
+    finish(stack, choose(*e, stack, run_once));
+    return true;
   }
+
+  // The logical weight [.., K, N] as dims and strides: a Linear's [N, K] weight (weight_nk) is
+  // read transposed through its strides.
+  std::pair<Dims, Dims> logical_weight(const at::Tensor& w) const {
+    const int64_t nd = w.dim();
+    Dims d = dims_of(w.sizes()), s = dims_of(w.strides());
+    if (f_.weight_nk) {
+      std::swap(d[nd - 1], d[nd - 2]);
+      std::swap(s[nd - 1], s[nd - 2]);
+    }
+    return {d, s};
+  }
+
+  static bool matmul_friendly(const at::Tensor& t) { return t.is_contiguous() || t.transpose(-1, -2).is_contiguous(); }
 
   // An operand of the N-d output [*, N] as a 2-d [M, N]-broadcastable tensor.
   static at::Tensor flatten_operand(const at::Tensor& t, const std::vector<int64_t>& out_shape) {
@@ -137,30 +240,31 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     return t.expand(full).reshape({-1, last});
   }
 
-  std::shared_ptr<MatmulEntry> build(const at::Tensor& src, const Dims& wd, const Dims& ws, c10::ScalarType wtype,
-                                     const at::Tensor& bias, bool folded, const std::vector<at::Tensor>& operands,
-                                     bool sum_in_place, const Dims& dst_dims, bool cached) const {
+  std::shared_ptr<MatmulEntry> build(const at::Tensor& src, const Dims& wd, const Dims& ws, c10::ScalarType cdt,
+                                     bool has_bias, c10::ScalarType bias_dt, bool folded,
+                                     const std::vector<at::Tensor>& operands, bool sum_in_place, const Dims& dst_dims,
+                                     bool cached) const {
     const int64_t nd = src.dim();
-    auto dt = dtype_of(src.scalar_type());
+    auto dt = dtype_of(cdt);
     memory::desc src_md = plain_desc(src);
-    memory::desc w_md = cached ? memory::desc(wd, dtype_of(wtype), memory::format_tag::any) : memory::desc(wd, dtype_of(wtype), ws);
+    memory::desc w_md = cached ? memory::desc(wd, dt, memory::format_tag::any) : memory::desc(wd, dt, ws);
     memory::desc dst_md = memory::desc(dst_dims, dt, nd == 2 ? memory::format_tag::ab : memory::format_tag::abc);
     memory::desc bias_md;
-    if (bias.defined() || folded) {
+    if (has_bias || folded) {
       Dims bd(nd, 1);
       bd[nd - 1] = wd[nd - 1];
-      auto bdt = bias.defined() ? dtype_of(bias.scalar_type()) : dt;
-      bias_md = memory::desc(bd, bdt, nd == 2 ? memory::format_tag::ab : memory::format_tag::abc);
+      bias_md = memory::desc(bd, has_bias ? dtype_of(bias_dt) : dt, nd == 2 ? memory::format_tag::ab : memory::format_tag::abc);
     }
     PostOpArgs po = build_post_ops(f_, operands, sum_in_place, nd);
     auto e = std::make_shared<MatmulEntry>();
     e->pd = dnnl::matmul::primitive_desc(cpu_engine(), src_md, w_md, bias_md, dst_md, po.attr);
     e->prim = dnnl::matmul(e->pd);
     e->binary = po.binary;
-    e->wd = wd;
-    e->ws = ws;
     return e;
   }
+
+  const GemvPolicy gemv_policy_;
+  const cpu::Gemv gemv_;
 };
 
 }  // namespace

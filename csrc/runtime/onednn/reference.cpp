@@ -68,13 +68,17 @@ at::Tensor batch_norm(const FusedOp& f, const at::Tensor& y, const Stack& s) {
 
 at::Tensor finish(const FusedOp& f, at::Tensor y, const Stack& s) {
   if (f.bn_arg >= 0) y = batch_norm(f, y, s);
+  return apply_post_ops(f, y, s);
+}
+
+}  // namespace
+
+at::Tensor apply_post_ops(const FusedOp& f, at::Tensor y, const Stack& s) {
   for (const PostOp& p : f.post_ops)
     y = p.kind == PostOp::Kind::Eltwise ? eltwise(p, y)
                                         : binary(p.kind == PostOp::Kind::Sum ? "add" : p.alg, y, s[p.arg].toTensor());
   return y;
 }
-
-}  // namespace
 
 at::Tensor reference_matmul(const FusedOp& f, const Stack& s) {
   const at::Tensor& w = s[1].toTensor();

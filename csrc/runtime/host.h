@@ -1,0 +1,29 @@
+// What this host's CPU can do, detected once per process, in one place: the instruction sets
+// the kernels choose between (the CPU says so and the OS saves their registers), the cache
+// sizes blocking decisions use, and what oneDNN itself decided to run. The harness and
+// make micro record it beside every result; FXCPP_LOG=debug logs it at import.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace fxcpp {
+
+struct HostInfo {
+  bool avx2 = false, fma = false, f16c = false;
+  bool avx512 = false;       // F + BW + VL + DQ (what ATen's AVX512 kernels need)
+  bool avx512_bf16 = false;  // native bf16 dot products (Cooper Lake, Zen 4 and later)
+  bool avx512_fp16 = false;
+  bool amx = false;          // AMX tiles with bf16 (Sapphire Rapids and later), enabled by the OS
+  int64_t l1d = 0, l2 = 0, l3 = 0;  // bytes, per core (L1, L2) and shared (L3); 0 when unknown
+  std::string onednn_isa;    // oneDNN's effective ISA ("avx512_core_bf16", "avx2", ...), or "none"
+  std::string str() const;
+};
+
+const HostInfo& host();
+
+// Whether bf16 GEMMs and convolutions run natively here (oneDNN has bf16 kernels for this ISA);
+// else they run as fp32 (weights widened once, activations on the fly). FXCPP_BF16=fp32 or
+// =native forces either (tests cover both paths on any host); read at each call.
+bool native_bf16();
+
+}  // namespace fxcpp
