@@ -38,11 +38,15 @@ at::Tensor non_owning_view(const at::Tensor& t) {
   return at::from_blob(const_cast<void*>(t.const_data_ptr()), t.sizes(), t.strides(), t.options());
 }
 
+uint32_t version_of(const at::Tensor& t) {
+  return t.is_inference() ? 0 : t.unsafeGetTensorImpl()->version_counter().current_version();
+}
+
 TensorStamp TensorStamp::of(const at::Tensor& t) {
   TensorStamp s;
   s.guard = cow_guard(t);  // first: reading t below must not be a write
   s.impl.emplace(t.getIntrusivePtr());
-  s.version = t.unsafeGetTensorImpl()->version_counter().current_version();
+  s.version = version_of(t);
   s.data = t.const_data_ptr();
   return s;
 }
@@ -51,12 +55,12 @@ bool TensorStamp::matches(const at::Tensor& t) const {
   // A live weak reference keeps the TensorImpl's memory, and the guard keeps the old bytes,
   // so neither address can be reused by a new tensor. const_data_ptr: reading never copies.
   return guard && impl && impl->_unsafe_get_target() == t.unsafeGetTensorImpl() && !impl->expired() &&
-         version == t.unsafeGetTensorImpl()->version_counter().current_version() && data == t.const_data_ptr();
+         version == version_of(t) && data == t.const_data_ptr();
 }
 
 bool TensorStamp::moved_unchanged(const at::Tensor& t) const {
   if (!guard || !impl || impl->_unsafe_get_target() != t.unsafeGetTensorImpl() || impl->expired() ||
-      version != t.unsafeGetTensorImpl()->version_counter().current_version() || !t.has_storage())
+      version != version_of(t) || !t.has_storage())
     return false;
   const c10::StorageImpl& now = *t.storage().unsafeGetStorageImpl();
   const size_t n = now.nbytes();

@@ -44,5 +44,8 @@ std::vector<TensorStamp> stamps_of(const std::vector<at::Tensor>& ts);
 // Stamps that still describe ts once each moved-but-unchanged source is stamped again; false
 // when a source really changed (then what was computed from them must be recomputed).
 bool restamp(std::vector<TensorStamp>& s, const std::vector<at::Tensor>& ts);
+// t's version counter; 0 for an inference tensor (made under torch.inference_mode), which has
+// none (reading it throws). Its in-place writes are still seen: through the COW guard.
+uint32_t version_of(const at::Tensor& t);
 
 }  // namespace fxcpp

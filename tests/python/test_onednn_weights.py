@@ -224,3 +224,20 @@ def test_unguardable_weight_is_never_cached(name):
     with torch.no_grad():
         report = fxcpp.explain(model, x)
     assert any("cannot be write-guarded" in r.impl for r in report.rows), report
+
+
+@pytest.mark.parametrize("m_rows", [32, 1])  # the packed oneDNN path and the GEMV
+def test_model_made_under_inference_mode(m_rows):
+    """Parameters made under torch.inference_mode are inference tensors: no version counter
+    (reading it throws). They run, and an in-place change under inference_mode is still seen
+    (through the copy-on-write guard)."""
+    torch.manual_seed(0)
+    with torch.inference_mode():
+        model = linear_model()
+        x = torch.randn(m_rows, 16)
+        assert model[0].weight.is_inference()
+        compiled = torch.compile(model, backend="fxcpp")
+        assert_same(model(x), compiled(x))
+        for p in model.parameters():
+            p.mul_(2).add_(0.1)
+        assert_same(model(x), compiled(x))

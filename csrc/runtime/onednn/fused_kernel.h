@@ -303,7 +303,7 @@ class FusedKernel : public Kernel {
     std::vector<Fingerprint> f;
     for (const auto& t : ts)
       f.emplace_back(t.defined() ? t.unsafeGetTensorImpl() : nullptr,
-                     t.defined() ? t.unsafeGetTensorImpl()->version_counter().current_version() : 0,
+                     t.defined() ? version_of(t) : 0,
                      t.defined() ? t.const_data_ptr() : nullptr);
     return f;
   }
