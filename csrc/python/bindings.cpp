@@ -21,7 +21,7 @@
 #include "runtime/cpu/fused_call.h"
 #include "runtime/executor.h"
 #include "runtime/host.h"
-#include "runtime/cpu/gemv.h"
+#include "runtime/cpu/isa.h"
 #ifdef FXCPP_HAS_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -293,7 +293,7 @@ PYBIND11_MODULE(_C, m) {
     d["pool_hits"] = pool.hits;
     d["pool_misses"] = pool.misses;
     d["pool_cached_bytes"] = pool.cached_bytes;
-    d["isa"] = fxcpp::cpu::interpreter_isa();
+    d["isa"] = fxcpp::cpu::isa_name();
     return d;
   });
   // This host's CPU as the kernels see it (runtime/host.h): recorded beside every benchmark.
@@ -312,7 +312,7 @@ PYBIND11_MODULE(_C, m) {
     d["l3"] = h.l3;
     d["onednn_isa"] = h.onednn_isa;
     d["native_bf16"] = fxcpp::native_bf16();
-    d["aten_isa"] = fxcpp::cpu::gemv_isa();
+    d["aten_isa"] = fxcpp::cpu::isa_name();
     return d;
   });
   m.def("has_onednn", [] {

@@ -41,6 +41,5 @@ int64_t in_place_outputs();
 // The interpreter for the instruction set torch itself uses on this host
 // (at::get_cpu_capability(): AVX512, AVX2 or DEFAULT; ATEN_CPU_CAPABILITY can lower it).
 Interpreter select_interpreter();
-const char* interpreter_isa();
 
 }  // namespace fxcpp::cpu

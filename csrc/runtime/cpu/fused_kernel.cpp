@@ -6,7 +6,6 @@
 // (interp.h) runs it. No tensor is copied except an input whose row does not merge into one
 // stretch of memory (a row group over several dims of a strided tensor), made contiguous.
 #include <ATen/ops/empty.h>
-#include <ATen/Version.h>
 
 #include <atomic>
 #include <fstream>
@@ -25,20 +24,10 @@ void run_DEFAULT(const FusedCall& c);
 void run_AVX2(const FusedCall& c);
 void run_AVX512(const FusedCall& c);
 
-Interpreter select_interpreter() {
-  if (aten_capability() == "AVX512") return run_AVX512;
-  if (aten_capability() == "AVX2") return run_AVX2;
-  return run_DEFAULT;
-}
+Interpreter select_interpreter() { return pick<Interpreter>(run_AVX512, run_AVX2, run_DEFAULT); }
 
 static std::atomic<int64_t> g_in_place{0};
 int64_t in_place_outputs() { return g_in_place.load(); }
-
-const char* interpreter_isa() {
-  if (aten_capability() == "AVX512") return "avx512";
-  if (aten_capability() == "AVX2") return "avx2";
-  return "default";
-}
 
 }  // namespace cpu
 
@@ -124,7 +113,7 @@ class CpuFusedKernel final : public Kernel {
   }
   const char* kind() const override { return "cpu_fused"; }
   std::string describe() const override {
-    return std::string("cpu_fused ") + cpu::interpreter_isa() + ", " + std::to_string(prog_->phases.size()) +
+    return std::string("cpu_fused ") + cpu::isa_name() + ", " + std::to_string(prog_->phases.size()) +
            (prog_->phases.size() == 1 ? " pass" : " passes per row") + ", " + std::to_string(prog_->num_regs) + " registers";
   }
 

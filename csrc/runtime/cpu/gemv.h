@@ -26,6 +26,5 @@ struct GemvArgs {
 using Gemv = void (*)(const GemvArgs&);
 // The GEMV for the instruction set torch itself uses on this host (ATEN_CPU_CAPABILITY can lower it).
 Gemv select_gemv();
-const char* gemv_isa();
 
 }  // namespace fxcpp::cpu

@@ -18,6 +18,7 @@
 
 #include "runtime/buffer_pool.h"
 #include "runtime/cpu/gemv.h"
+#include "runtime/cpu/isa.h"
 #include "runtime/onednn/fused_kernel.h"
 #include "runtime/onednn/reference.h"
 
@@ -178,7 +179,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
         key,
         [&] {
           auto e = std::make_shared<MatmulEntry>();
-          e->impl = std::string(cpu::gemv_isa()) + " " + c10::toString(io) + " rows";
+          e->impl = std::string(cpu::isa_name()) + " " + c10::toString(io) + " rows";
           return e;
         },
         "gemv", direct ? "weight rows read where they lie" : "weight packed once into [N, K] rows");
