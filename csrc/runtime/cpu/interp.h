@@ -138,6 +138,21 @@ struct Block {
   std::vector<char*> row_out;      // row outputs: this row's element
   bool first_in_row = true;
   float cols = 1.f;
+
+  // Sized for c's operands, with their inner strides; with row_outputs, a row output (one value
+  // per row) gets stride 0.
+  static Block for_call(const FusedCall& c, bool row_outputs) {
+    Block B;
+    B.in.resize(c.in.size());
+    B.in_stride.resize(c.in.size());
+    B.out.resize(c.out.size());
+    B.out_stride.resize(c.out.size());
+    B.row_out.resize(c.out.size());
+    for (size_t k = 0; k < c.in.size(); ++k) B.in_stride[k] = c.in[k].strides[c.ndim - 1];
+    for (size_t k = 0; k < c.out.size(); ++k)
+      B.out_stride[k] = row_outputs && c.prog->outputs[k].row ? 0 : c.out[k].strides[c.ndim - 1];
+    return B;
+  }
 };
 
 inline void load(Regs& R, int dst, c10::ScalarType t, const char* p, int64_t stride, int64_t n) {
@@ -486,13 +501,7 @@ inline void run_pointwise(const FusedCall& c) {
   at::parallel_for(0, outer * nb, std::max<int64_t>(1, kGrain / std::max<int64_t>(per_item, 1)), [&](int64_t b0, int64_t b1) {
     thread_local Regs R;
     R.reset(p.num_regs);
-    Block B;
-    B.in.resize(c.in.size());
-    B.in_stride.resize(c.in.size());
-    B.out.resize(c.out.size());
-    B.out_stride.resize(c.out.size());
-    for (size_t k = 0; k < c.in.size(); ++k) B.in_stride[k] = c.in[k].strides[c.ndim - 1];
-    for (size_t k = 0; k < c.out.size(); ++k) B.out_stride[k] = c.out[k].strides[c.ndim - 1];
+    Block B = Block::for_call(c, false);
     OuterCursor cur(c, b0 / nb);
     for (int64_t it = b0; it < b1; ++it) {
       const int64_t i0 = (it % nb) * kBlock;
@@ -520,16 +529,9 @@ inline void run_rows(const FusedCall& c) {
   at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(cols, 1)), [&](int64_t r0, int64_t r1) {
     thread_local Regs R;
     R.reset(p.num_regs);
-    Block B;
-    B.in.resize(c.in.size());
-    B.in_stride.resize(c.in.size());
-    B.out.resize(c.out.size());
-    B.out_stride.resize(c.out.size());
-    B.row_out.resize(c.out.size());
+    Block B = Block::for_call(c, true);
     B.cols = static_cast<float>(cols);
     std::vector<int> ready;  // registers holding this row's reduction results
-    for (size_t k = 0; k < c.in.size(); ++k) B.in_stride[k] = c.in[k].strides[c.ndim - 1];
-    for (size_t k = 0; k < c.out.size(); ++k) B.out_stride[k] = p.outputs[k].row ? 0 : c.out[k].strides[c.ndim - 1];
     OuterCursor cur(c, r0);
     for (int64_t r = r0; r < r1; ++r) {
       if (r != r0) cur.next();
