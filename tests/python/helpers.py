@@ -42,3 +42,15 @@ def check_model(model, *inputs, options=None, no_grad=True, **compile_kw):
 
 def counts(model, *inputs, options=None):
     return fxcpp.explain(model, *inputs, options=options).kernel_counts
+
+
+def onednn_notes(model, *inputs):
+    """The impl notes of the model's GEMM/convolution nodes (what ran and why), from explain()
+    under no_grad, with Dynamo reset before and after."""
+    torch._dynamo.reset()
+    with torch.no_grad():
+        report = fxcpp.explain(model, *inputs)
+    notes = [r.impl for r in report.rows if r.kernel == "onednn" and r.impl]
+    assert notes, report
+    torch._dynamo.reset()
+    return notes

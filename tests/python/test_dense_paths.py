@@ -23,20 +23,9 @@ import torch.nn.functional as F
 
 import fxcpp
 from fxcpp import _C
-from helpers import assert_same
+from helpers import assert_same, onednn_notes
 
 pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
-
-
-def _notes(model, *xs):
-    """The impl notes of the model's fused GEMM/conv nodes, from explain()."""
-    torch._dynamo.reset()
-    with torch.no_grad():
-        report = fxcpp.explain(model, *xs)
-    notes = [r.impl for r in report.rows if r.kernel == "onednn" and r.impl]
-    assert notes, report
-    torch._dynamo.reset()
-    return notes
 
 
 def _check(model, *xs, options=None):
@@ -88,12 +77,17 @@ class ConvBnRelu(nn.Module):
         return torch.relu(self.bn(self.conv(x)) + 1)
 
 
+def _with_bn_stats(m):
+    """m with its BatchNorm's running statistics away from the identity (so folding shows)."""
+    with torch.no_grad():
+        m.bn.running_mean.uniform_(-1, 1)
+        m.bn.running_var.uniform_(0.5, 2)
+    return m
+
+
 def _models(dtype):
     torch.manual_seed(0)
-    bn = ConvBnRelu().eval()
-    with torch.no_grad():
-        bn.bn.running_mean.uniform_(-1, 1)
-        bn.bn.running_var.uniform_(0.5, 2)
+    bn = _with_bn_stats(ConvBnRelu().eval())
     return {
         "linear_gelu": (LinearGelu().eval().to(dtype), (torch.randn(4, 24, 96, dtype=dtype),)),
         "linear_residual": (LinearResidual().eval().to(dtype), (torch.randn(64, 96, dtype=dtype),)),
@@ -110,7 +104,7 @@ def test_low_precision_as_fp32(name, dtype, monkeypatch):
     model, xs = _models(dtype)[name]
     _check(model, *xs)
     tag = "onednn:bf16-as-fp32" if dtype == torch.bfloat16 else "onednn:fp16-as-fp32"
-    assert all(n.startswith(tag) for n in _notes(model, *xs)), _notes(model, *xs)
+    assert all(n.startswith(tag) for n in onednn_notes(model, *xs)), onednn_notes(model, *xs)
 
 
 @pytest.mark.parametrize("name", ["linear_gelu", "conv_bn_relu"])
@@ -123,7 +117,7 @@ def test_bf16_native_where_the_host_has_it(name, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         _check(model, *xs)
-        notes = _notes(model, *xs)
+        notes = onednn_notes(model, *xs)
     if _C.host_info()["onednn_isa"] in ("avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx", "avx512_core_amx_fp16"):
         assert all(n.startswith("onednn ") and "as-fp32" not in n for n in notes), notes
     else:
@@ -135,7 +129,7 @@ def test_default_bf16_path_follows_the_host(monkeypatch):
     monkeypatch.delenv("FXCPP_BF16", raising=False)
     monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")
     model, xs = _models(torch.bfloat16)["linear_residual"]
-    notes = _notes(model, *xs)
+    notes = onednn_notes(model, *xs)
     want = "onednn " if _C.host_info()["native_bf16"] else "onednn:bf16-as-fp32 "
     assert all(n.startswith(want) for n in notes), (notes, _C.host_info())
 
@@ -191,10 +185,7 @@ class LinearBn(nn.Module):
 
 def _gemv_models(dtype, m):
     torch.manual_seed(1)
-    lbn = LinearBn().eval()
-    with torch.no_grad():
-        lbn.bn.running_mean.uniform_(-1, 1)
-        lbn.bn.running_var.uniform_(0.5, 2)
+    lbn = _with_bn_stats(LinearBn().eval())
     return {
         "linear_gelu": (LinearGelu(k=100, n=37).eval().to(dtype), torch.randn(m, 100, dtype=dtype), "rows read"),
         "linear_nobias": (nn.Linear(64, 50, bias=False).eval().to(dtype), torch.randn(m, 64, dtype=dtype), "rows read"),
@@ -212,7 +203,7 @@ def test_gemv_forced(name, m, dtype, monkeypatch):
     monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "gemv")
     model, x, how = _gemv_models(dtype, m)[name]
     _check(model, x)
-    notes = _notes(model, x)
+    notes = onednn_notes(model, x)
     assert all(n.startswith("gemv ") and how in n for n in notes), notes
 
 
@@ -239,7 +230,7 @@ def test_gemv_at_small_m_by_default(monkeypatch):
     for m, allowed in ((1, ("gemv ", "aten: eager's ops were faster")), (64, ("onednn ", "aten: eager"))):
         x = torch.randn(m, 512)
         _check(model, x)
-        notes = _notes(model, x)
+        notes = onednn_notes(model, x)
         assert all(n.startswith(allowed) for n in notes), notes
 
 
@@ -260,7 +251,7 @@ def test_packs_are_shared_across_signatures(monkeypatch):
         for x in xs:
             assert_same(model(x), compiled(x))
     torch._dynamo.reset()
-    notes = _notes(model, xs[0])
+    notes = onednn_notes(model, xs[0])
     assert all("weight packed once" in n for n in notes), notes
 
 

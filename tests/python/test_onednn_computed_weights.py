@@ -18,7 +18,7 @@ from torch.nn.utils.parametrizations import weight_norm
 import fxcpp
 from fxcpp import _C
 from fxcpp.explain import recording
-from helpers import assert_same
+from helpers import assert_same, onednn_notes
 
 pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
 
@@ -30,13 +30,7 @@ def _stats():
 
 def _impl(model, *xs):
     """The impl note of the model's oneDNN node(s), from explain()."""
-    torch._dynamo.reset()
-    with torch.no_grad():
-        report = fxcpp.explain(model, *xs)
-    notes = [r.impl for r in report.rows if r.kernel == "onednn" and r.impl]
-    assert notes, report
-    torch._dynamo.reset()
-    return " | ".join(notes)
+    return " | ".join(onednn_notes(model, *xs))
 
 
 def _steady(compiled, *xs, calls=5):
