@@ -34,5 +34,7 @@ def _configure_logging():
 
 
 _configure_logging()
-_logging.getLogger("fxcpp").debug("host: %s; bf16 GEMM/conv %s", _C.host_info()["summary"],
-                                  "native" if _C.host_info()["native_bf16"] else "computed as fp32")
+if _logging.getLogger("fxcpp").isEnabledFor(_logging.DEBUG):
+    _host = _C.host_info()
+    _logging.getLogger("fxcpp").debug("host: %s; bf16 GEMM/conv %s", _host["summary"],
+                                      "native" if _host["native_bf16"] else "computed as fp32")
