@@ -52,16 +52,22 @@ class CppPartition(torch.nn.Module):
         self.fx = gm  # the ATen partition it was built from (explain, verify)
         out = gm.graph.output_node().args[0]
         self.single_output = not isinstance(out, (tuple, list))
+        t0 = time.perf_counter()
         cgraph, self.env = lowering.lower_graph(gm, static=static)
+        t1 = time.perf_counter()
         ran = _C.run_pipeline(cgraph, list(opts.disable_passes), opts.verify_each_pass, bool(opts.dump_dir))
+        t2 = time.perf_counter()
         for i, (name, changed, text) in enumerate(ran):
             dump(opts, dump_subdir, f"{label}_pass{i}_{name}.txt", f"# changed: {changed}\n{text}")
         self.exe = _C.Executable(cgraph)
+        # Where compile time goes: FX -> C++ graph (Python), the pass pipeline (C++), the plan.
+        self.compile_ms = {"lower": (t1 - t0) * 1e3, "passes": (t2 - t1) * 1e3, "plan": (time.perf_counter() - t2) * 1e3}
         self.passes = [(name, changed) for name, changed, _ in ran]
         dump(opts, dump_subdir, f"{label}_plan.txt", str(self.exe))
         self.steps = self.exe.steps()
         self.last_times = None  # ns per step of the last profiled call
-        log.debug("fxcpp: %s: passes %s; %d steps", label, self.passes, len(self.steps))
+        log.debug("fxcpp: %s: passes %s; %d steps; lowering %.1f ms, passes %.1f ms, plan %.1f ms", label, self.passes,
+                  len(self.steps), self.compile_ms["lower"], self.compile_ms["passes"], self.compile_ms["plan"])
 
     def run_list(self, args) -> list:
         if self.opts.profile:

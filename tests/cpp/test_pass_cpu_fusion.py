@@ -107,3 +107,14 @@ def test_a_reduction_over_a_leading_dim_is_left_alone():
     x = torch.randn(6, 10)
     g, _ = _fused(lambda x: (x * 2.0).sum(0) + 1.0, x, static=set())
     assert all(n["row_dims"] == 0 for n in g.cpu_fused_nodes())
+
+
+def test_softmax_scales_by_the_reciprocal_of_the_sum_as_eager_does():
+    # ATen's softmax kernel computes 1 / sum once per row and multiplies: a per-element division
+    # would cost more and round differently from eager.
+    x, m = torch.randn(8, 64), torch.randn(1, 64)
+    g, ref = _fused(lambda x, m: torch.softmax(x * 0.125 + m, -1), x, m, static=set())
+    (node,) = g.cpu_fused_nodes()
+    single = node["program"].split("single:")[1]
+    assert "recip" in single and " div " not in single, node["program"]
+    _check_numbers(g, ref, [x, m])

@@ -291,7 +291,8 @@ std::vector<int> emit_cpu_op(const Node& n, ProgramBuilder& b, const ArgExpr& ar
     const int shifted = b.op(P::Sub, v, b.reduce(P::RMax, v));
     const int e = b.op(P::Exp, shifted);
     const int sum = b.reduce(P::RSum, e);
-    return {k == "aten::_softmax" ? b.op(P::Div, e, sum) : b.op(P::Sub, shifted, b.op(P::Log, sum))};
+    // Eager scales by the sum's reciprocal (one division per row, not per element): so do we.
+    return {k == "aten::_softmax" ? b.op(P::Mul, e, b.op(P::Recip, sum)) : b.op(P::Sub, shifted, b.op(P::Log, sum))};
   }
   if (k == "aten::native_layer_norm") {
     const int v = x(0);
