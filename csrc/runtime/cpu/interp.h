@@ -22,6 +22,7 @@
 #include <memory>
 #include <vector>
 
+#include "runtime/cpu/exp_u10.h"
 #include "runtime/cpu/fused_call.h"
 
 namespace fxcpp::cpu {
@@ -258,7 +259,7 @@ inline void ternary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nu
   if (i < n) f(get(sa, a, va, i, n - i), get(sb, b, vb, i, n - i), get(sc, c, vc, i, n - i)).store(d + i, n - i);
 }
 
-inline Vec sigmoid(const Vec& x) { return Vec(1.f) / (Vec(1.f) + x.neg().exp()); }
+inline Vec sigmoid(const Vec& x) { return Vec(1.f) / (Vec(1.f) + exp_u10(x.neg())); }
 
 // torch.erf: eager computes it with Sleef's erf (1.0 ulp) through vml, not with
 // Vectorized::erf(), a faster polynomial that eager keeps for GELU (which uses it too, below).
@@ -280,7 +281,7 @@ inline Vec nonzero(const Vec& x) { return x.ne(Vec(0.f)); }  // 1 where x != 0 (
 inline void reduce_with_prologue(Regs& R, const PInstr& I, int64_t n) {
   const int r = I.dst;
   const bool sq = I.op == POp::RSumSq;
-  auto term = [sq](const Vec& a, const Vec& b) { return sq ? (a - b) * (a - b) : (a - b).exp(); };
+  auto term = [sq](const Vec& a, const Vec& b) { return sq ? (a - b) * (a - b) : exp_u10(a - b); };
   if (R.splat[I.a] && R.splat[I.b]) {
     R.sacc[r] += lane0(term(Vec(R.s[I.a]), Vec(R.s[I.b]))) * static_cast<float>(n);
     return;
@@ -374,7 +375,7 @@ inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
   switch (I.op) {
     case P::Neg: return un(I, [](Vec x) { return x.neg(); });
     case P::Abs: return un(I, [](Vec x) { return x.abs(); });
-    case P::Exp: return un(I, [](Vec x) { return x.exp(); });
+    case P::Exp: return un(I, [](Vec x) { return exp_u10(x); });
     case P::Expm1: return un(I, [](Vec x) { return x.expm1(); });
     case P::Log: return un(I, [](Vec x) { return x.log(); });
     case P::Log1p: return un(I, [](Vec x) { return x.log1p(); });
@@ -388,13 +389,13 @@ inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
     case P::Erf: return un(I, [](Vec x) { return erf_u10(x); });
     case P::Relu: return un(I, [](Vec x) { return at::vec::clamp_min(x, Vec(0.f)); });  // max(0, x): NaN kept
     case P::GeluErf:
-      return un(I, [](Vec x) { return x * Vec(0.5f) * (Vec(1.f) + (x * Vec(static_cast<float>(M_SQRT1_2))).erf()); });
+      return un(I, [](Vec x) { return x * Vec(0.5f) * (Vec(1.f) + gelu_erf_poly(x * Vec(static_cast<float>(M_SQRT1_2)))); });
     case P::GeluTanh:
       return un(I, [](Vec x) {
         const Vec inner = Vec(static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5)) * (x + Vec(0.044715f) * x * x * x);
         return Vec(0.5f) * x * (Vec(1.f) + inner.tanh());
       });
-    case P::Silu: return un(I, [](Vec x) { return x / (Vec(1.f) + x.neg().exp()); });
+    case P::Silu: return un(I, [](Vec x) { return x / (Vec(1.f) + exp_u10(x.neg())); });
     case P::Hardswish:
       return un(I, [](Vec x) { return x * at::vec::minimum(at::vec::maximum(x + Vec(3.f), Vec(0.f)), Vec(6.f)) / Vec(6.f); });
     case P::Hardsigmoid:
@@ -430,7 +431,7 @@ inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
       return ter(I, [](Vec x, Vec lo, Vec hi) { return at::vec::clamp(x, lo, hi); });
     case P::MulAdd: return ter(I, [](Vec a, Vec b, Vec c) { return at::vec::fmadd(a, b, c); });
     case P::SubMul: return ter(I, [](Vec a, Vec b, Vec c) { return (a - b) * c; });
-    case P::ExpSub: return bin(I, [](Vec a, Vec b) { return (a - b).exp(); });
+    case P::ExpSub: return bin(I, [](Vec a, Vec b) { return exp_u10(a - b); });
     default: return;  // loads, stores and reductions are each interpreter's own
   }
 }

@@ -177,7 +177,7 @@ inline void pload(PRegs& R, int dst, c10::ScalarType t, const char* p, int64_t i
 inline void preduce_with_prologue(PRegs& R, const PInstr& I, const PBlock& B) {
   const PReg xa = R.r[I.a], xb = R.r[I.b];
   const bool sq = I.op == POp::RSumSq;
-  auto term = [sq](const Vec& a, const Vec& b) { return sq ? (a - b) * (a - b) : (a - b).exp(); };
+  auto term = [sq](const Vec& a, const Vec& b) { return sq ? (a - b) * (a - b) : exp_u10(a - b); };
   float* d = R.own(I.dst);
   for (int64_t j = 0; j < B.m; ++j) {
     const RowOperand a = operand(xa, j), b = operand(xb, j);

@@ -1,0 +1,81 @@
+"""cpu_fused's exp (runtime/cpu/exp_u10.h): under AVX-512 the same bits as Sleef's expf_u10,
+which the AVX2 and portable builds of the interpreter call, through every kernel that uses it;
+and within 1 ulp of the exact exp. Swept over float32 bit patterns (every 257th of all 2^32:
+normals, denormals, both infinities, NaNs)."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import fxcpp
+from helpers import compile_fxcpp
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _sweep() -> torch.Tensor:
+    bits = torch.arange(-(2**31), 2**31, 257, dtype=torch.int64).to(torch.int32)
+    return bits.view(torch.float32).contiguous()
+
+
+# Each is two ops, so fxcpp fuses it (one op alone is left to ATen's kernel); neg is exact, so
+# every swept value reaches the exp (negated). (A softmax sums in a different order per
+# instruction set, so it is compared with eager below instead.)
+CASES = {
+    "exp": lambda x: torch.exp(x.neg()),
+    "sigmoid": lambda x: torch.sigmoid(x.neg()),
+    "silu": lambda x: F.silu(x.neg()),
+    "gelu": lambda x: F.gelu(x.neg()),
+}
+
+
+def _fused_outputs() -> dict:
+    x, out = _sweep(), {}
+    for name, fn in CASES.items():
+        torch._dynamo.reset()
+        counts = fxcpp.explain(fn, x).kernel_counts
+        assert counts["cpu_fused"] == 2 and counts["aten"] == 0, (name, counts)
+        torch._dynamo.reset()
+        out[name] = compile_fxcpp(fn)(x)
+    return out
+
+
+def _same_bits(a, b) -> int:
+    return int((~((a == b) | (a.isnan() & b.isnan()))).sum())
+
+
+@pytest.mark.skipif(not fxcpp._C.host_info()["avx512"], reason="no AVX-512: every build calls Sleef's exp itself")
+def test_avx512_gives_the_same_bits_as_sleef(tmp_path):
+    ours = _fused_outputs()
+    # The AVX2 build of the same interpreter (Sleef's exp) in a child process on this host.
+    path = tmp_path / "avx2.pt"
+    code = f"import sys, torch; sys.path.insert(0, {HERE!r}); import test_exp_u10 as t; torch.save(t._fused_outputs(), {str(path)!r})"
+    subprocess.run([sys.executable, "-c", code], env={**os.environ, "ATEN_CPU_CAPABILITY": "avx2"}, check=True, timeout=600)
+    sleef = torch.load(path)
+    assert {name: _same_bits(ours[name], sleef[name]) for name in CASES} == {name: 0 for name in CASES}
+
+
+def test_exp_is_within_one_ulp_and_non_finite_values_match_eager():
+    x = _sweep()
+    torch._dynamo.reset()
+    got = compile_fxcpp(CASES["exp"])(x)
+    exact = torch.exp(x.neg().double())
+    ref = exact.float()
+    normal = torch.isfinite(ref) & (ref.abs() >= torch.finfo(torch.float32).tiny)
+    ulp = (torch.nextafter(ref, torch.tensor(float("inf"))) - ref).double()
+    assert ((got.double() - exact).abs() / ulp)[normal].max() <= 1.0
+    special = ~torch.isfinite(x) | ~torch.isfinite(ref) | (ref == 0)
+    assert _same_bits(got[special], torch.exp(x.neg())[special]) == 0
+
+
+def test_softmax_rows_with_extreme_values_match_eager():
+    x = torch.randn(64, 1000) * 40
+    x[0, 3], x[1, :] = float("inf"), float("-inf")
+    x[2, 7], x[3, 5] = float("nan"), 1e30
+    fn = lambda x: torch.softmax(x * 2.0, -1)
+    torch._dynamo.reset()
+    got = compile_fxcpp(fn)(x)
+    torch.testing.assert_close(got, fn(x), rtol=1e-6, atol=1e-7, equal_nan=True)
