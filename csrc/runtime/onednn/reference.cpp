@@ -11,6 +11,7 @@
 #include <ATen/ops/hardsigmoid.h>
 #include <ATen/ops/hardswish.h>
 #include <ATen/ops/leaky_relu.h>
+#include <ATen/ops/linear.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/relu.h>
@@ -82,6 +83,12 @@ at::Tensor apply_post_ops(const FusedOp& f, at::Tensor y, const Stack& s) {
 
 at::Tensor reference_matmul(const FusedOp& f, const Stack& s) {
   const at::Tensor& w = s[1].toTensor();
+  // A Linear: at::linear is eager's own call (addmm: the bias added before the one rounding,
+  // in one kernel); anything else: matmul, then the bias.
+  if (f.weight_nk && w.dim() == 2 && (s[2].isNone() || s[2].toTensor().dim() <= 1)) {
+    const c10::optional<at::Tensor> bias = s[2].isNone() ? c10::nullopt : c10::optional<at::Tensor>(s[2].toTensor());
+    return finish(f, at::linear(s[0].toTensor(), w, bias), s).contiguous();
+  }
   at::Tensor y = at::matmul(s[0].toTensor(), f.weight_nk ? w.transpose(-1, -2) : w);
   if (!s[2].isNone()) y = at::add(y, s[2].toTensor());
   return finish(f, y, s).contiguous();
