@@ -47,6 +47,9 @@ PATTERNS = {
     "mean_no_keepdim": (lambda x: x.relu().mean(-1) + 1, [(7, 5, 40)]),
     "two_row_dims": (lambda x: x - (x * x).sum((-2, -1), keepdim=True).sqrt(), [(3, 4, 6, 8)]),
     "long_rows": (lambda x: torch.softmax(x - 1.0, -1), [(3, 10000)]),  # rows longer than a block
+    # Row reductions of computed values (run in the loop computing them; rows of 70: tails).
+    "reduce_of_expressions": (lambda x: (x * 2.0 + 1.0).amax(-1) - (x - 3.0).amin(-1) + (x * 0.5).sum(-1), [(9, 70)]),
+    "weighted_row_sums": (lambda x, w: (x * w).sum(-1) + (x + w).amax(-1), [(12, 100), (100,)]),
 }
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -117,7 +120,8 @@ SPECIAL = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e-40, -1e-40, 
 
 
 @pytest.mark.parametrize("name", ["pointwise_chain", "clamp_chain", "gelu_tanh_written_out", "silu_gated",
-                                  "sum_amax_epilogue", "softmax_scale_mask"])
+                                  "sum_amax_epilogue", "softmax_scale_mask", "reduce_of_expressions",
+                                  "weighted_row_sums"])
 def test_non_finite_values(name):
     """NaN, ±inf, signed zeros and denormals come out as eager's kernels give them (max/min/clamp keep NaN)."""
     fn, shapes = PATTERNS[name]
