@@ -1,0 +1,229 @@
+"""Random torch programs for the fuzzer, from a small grammar of what fxcpp lowers or fuses:
+convolutions (+ BatchNorm, pooling), linears and matmuls, their post-ops, pointwise chains
+with broadcasting, reductions, softmax / layer_norm / RMSNorm, views, slices, cat, in-place
+ops on intermediates, several outputs, and outputs that alias an input. Shapes include size-1
+and (rarely) empty dims; inputs may be transposed views or channels-last; fp32, bf16, fp16.
+
+A program is data (statements over named values), so the fuzzer can shrink it; `source()`
+writes it as a standalone module that a reproducer file holds as it is.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+import re
+
+DTYPES = {"fp32": "torch.float32", "bf16": "torch.bfloat16", "fp16": "torch.float16"}
+
+
+@dataclasses.dataclass
+class Stmt:
+    name: str
+    expr: str  # may read earlier values and self.pN parameters
+    deps: list[str]
+    shape: tuple
+    after: str = ""  # an in-place statement on the new value, run right after it
+
+
+@dataclasses.dataclass
+class Program:
+    seed: int
+    dtype: str
+    inputs: list[tuple[str, tuple, str]]  # name, shape, layout: contiguous | transposed | channels_last
+    params: dict[str, tuple[tuple, str]]  # name -> (shape, init: randn | positive)
+    stmts: list[Stmt]
+    outputs: list[str]
+
+    def describe(self) -> str:
+        return f"seed {self.seed} {self.dtype}: " + "; ".join(f"{s.name} = {s.expr}" for s in self.stmts) + \
+            f" -> {', '.join(self.outputs)}"
+
+    def used_params(self) -> list[str]:
+        used = set(re.findall(r"self\.(p\d+)\b", " ".join(s.expr for s in self.stmts)))
+        return [p for p in self.params if p in used]
+
+    def source(self) -> str:
+        lines = ["import torch", "import torch.nn as nn", "import torch.nn.functional as F", "", "",
+                 "class Program(nn.Module):", "    def __init__(self):", "        super().__init__()",
+                 f"        g = torch.Generator().manual_seed({self.seed})"]
+        for p in self.used_params():
+            shape, init = self.params[p]
+            t = f"torch.randn({shape}, generator=g)"
+            if init == "positive":
+                t = f"(torch.rand({shape}, generator=g) + 0.5)"
+            lines.append(f"        self.{p} = nn.Parameter({t} * 0.5)")
+        args = ", ".join(n for n, _, _ in self.inputs)
+        lines += ["", f"    def forward(self, {args}):"]
+        for s in self.stmts:
+            lines.append(f"        {s.name} = {s.expr}")
+            if s.after:
+                lines.append(f"        {s.after}")
+        lines.append(f"        return ({', '.join(self.outputs)},)")
+        lines += ["", "", "def make_inputs(dtype):", f"    g = torch.Generator().manual_seed({self.seed + 1})", "    xs = []"]
+        for _, shape, layout in self.inputs:
+            if layout == "transposed":  # a strided view: the last two dims swapped back
+                sw = shape[:-2] + (shape[-1], shape[-2])
+                lines.append(f"    xs.append(torch.randn({sw}, generator=g).to(dtype).transpose(-1, -2))")
+            elif layout == "channels_last":
+                lines.append(f"    xs.append(torch.randn({shape}, generator=g).to(dtype).to(memory_format=torch.channels_last))")
+            else:
+                lines.append(f"    xs.append(torch.randn({shape}, generator=g).to(dtype))")
+        lines += ["    return xs", ""]
+        return "\n".join(lines)
+
+
+class _Gen:
+    def __init__(self, seed: int):
+        self.r = random.Random(seed)
+        self.seed = seed
+        self.params: dict[str, tuple[tuple, str]] = {}
+        self.stmts: list[Stmt] = []
+        self.vals: dict[str, tuple] = {}  # value -> shape
+
+    def param(self, shape, init="randn") -> str:
+        name = f"p{len(self.params)}"
+        self.params[name] = (tuple(shape), init)
+        return f"self.{name}"
+
+    def dim(self) -> int:
+        return self.r.choice([1, 2, 3, 5, 8, 16, 17, 32])
+
+    def add(self, expr, deps, shape, after=""):
+        name = f"v{len(self.stmts)}"
+        if after:
+            after = after.replace("{v}", name)
+        self.stmts.append(Stmt(name, expr, list(deps), tuple(shape), after))
+        self.vals[name] = tuple(shape)
+        return name
+
+    # One op on value v (shape s); returns False if none applies.
+    def step(self, v: str) -> None:
+        s, r = self.vals[v], self.r
+        nd = len(s)
+        choices = ["unary", "unary", "binary", "binary", "scalar"]
+        if nd >= 1 and s[-1] > 0:
+            choices += ["reduce", "softmax", "norm", "bcast_param"]
+        if nd >= 1:
+            choices += ["linear", "linear"]
+        if nd >= 2:
+            choices += ["view"]
+        if nd == 3:
+            choices += ["bmm"]
+        if nd == 4:
+            choices += ["conv", "conv", "bn", "pool"]
+        choices += ["inplace"]
+        kind = r.choice(choices)
+        if kind == "unary":
+            f = r.choice(["torch.relu({})", "F.gelu({})", "F.gelu({}, approximate='tanh')", "F.silu({})",
+                          "torch.sigmoid({})", "torch.tanh({})", "F.hardswish({})", "F.leaky_relu({}, 0.1)",
+                          "torch.exp({}.clamp(max=8.0))", "torch.log({}.abs() + 1.0)", "torch.sqrt({}.abs())",
+                          "(-{})", "{}.abs()", "{}.clamp(-1.0, 2.0)", "F.relu6({})", "F.elu({})"])
+            self.add(f.format(v), [v], s)
+        elif kind == "scalar":
+            c = r.choice([0.5, 2.0, -1.5, 3.0])
+            f = r.choice(["({} * {})", "({} + {})", "({} - {})", "({} / {})"])
+            self.add(f.format(v, c), [v], s)
+        elif kind == "binary":
+            same = [u for u, us in self.vals.items() if us == s and u != v]
+            u = r.choice(same) if same else v
+            f = r.choice(["({} + {})", "({} * {})", "({} - {})", "torch.maximum({}, {})", "torch.minimum({}, {})",
+                          "torch.where({0} > 0, {0}, {1})"])
+            self.add(f.format(v, u), [v, u], s)
+        elif kind == "bcast_param":
+            p = self.param((s[-1],))
+            f = r.choice(["({} + {})", "({} * {})"])
+            self.add(f.format(v, p), [v], s)
+        elif kind == "reduce":
+            op = r.choice(["sum", "mean", "amax", "amin"])
+            if r.random() < 0.6:  # used against the value itself: x - reduce(x)
+                self.add(f"({v} - {v}.{op}(-1, keepdim=True))", [v], s)
+            else:
+                self.add(f"{v}.{op}(-1)", [v], s[:-1])
+        elif kind == "softmax":
+            f = r.choice(["torch.softmax({} * 0.5, -1)", "F.log_softmax({}, -1)", "torch.softmax({}, -1)"])
+            self.add(f.format(v), [v], s)
+        elif kind == "norm":
+            if r.random() < 0.5:
+                w, b = self.param((s[-1],)), self.param((s[-1],))
+                self.add(f"F.layer_norm({v}, ({s[-1]},), {w}, {b})", [v], s)
+            else:
+                w = self.param((s[-1],))
+                self.add(f"({v} * torch.rsqrt({v}.pow(2).mean(-1, keepdim=True) + 1e-6) * {w})", [v], s)
+        elif kind == "linear":
+            n = self.dim()
+            w = self.param((n, s[-1]))
+            b = self.param((n,)) if r.random() < 0.7 else "None"
+            self.add(f"F.linear({v}, {w}, {b})", [v], s[:-1] + (n,))
+        elif kind == "bmm":
+            self.add(f"torch.matmul({v}, {v}.transpose(-1, -2))", [v], s[:-1] + (s[-2],))
+        elif kind == "view":
+            op = r.choice(["transpose", "merge", "slice", "cat"] + (["permute"] if nd == 4 else []))
+            if op == "transpose":
+                self.add(f"{v}.transpose(-1, -2)", [v], s[:-2] + (s[-1], s[-2]))
+            elif op == "merge":
+                self.add(f"{v}.reshape({s[:-2] + (s[-2] * s[-1],)})", [v], s[:-2] + (s[-2] * s[-1],))
+            elif op == "slice":
+                k = max(1, s[-1] // 2)
+                self.add(f"{v}[..., :{k}]", [v], s[:-1] + (min(k, s[-1]),))
+            elif op == "cat":
+                self.add(f"torch.cat([{v}, {v} * 2.0], -1)", [v], s[:-1] + (2 * s[-1],))
+            else:
+                self.add(f"{v}.permute(0, 2, 3, 1)", [v], (s[0], s[2], s[3], s[1]))
+        elif kind == "conv":
+            c = s[1]
+            k = r.choice([1, 3])
+            stride = 2 if r.random() < 0.25 else 1
+            depthwise = r.random() < 0.3 and c > 1
+            oc = c if depthwise else self.dim()
+            w = self.param((oc, 1 if depthwise else c, k, k))
+            b = self.param((oc,)) if r.random() < 0.6 else "None"
+            groups = c if depthwise else 1
+            h = (s[2] + 2 * (k // 2) - k) // stride + 1
+            wd = (s[3] + 2 * (k // 2) - k) // stride + 1
+            self.add(f"F.conv2d({v}, {w}, {b}, {stride}, {k // 2}, 1, {groups})", [v], (s[0], oc, h, wd))
+        elif kind == "bn":
+            c = s[1]
+            rm, rv = self.param((c,)), self.param((c,), "positive")
+            w, b = self.param((c,)), self.param((c,))
+            self.add(f"F.batch_norm({v}, {rm}, {rv}, {w}, {b}, False)", [v], s)
+        elif kind == "pool":
+            if s[2] >= 2 and s[3] >= 2 and r.random() < 0.5:
+                self.add(f"F.max_pool2d({v}, 2)", [v], (s[0], s[1], s[2] // 2, s[3] // 2))
+            else:
+                self.add(f"F.adaptive_avg_pool2d({v}, 1)", [v], (s[0], s[1], 1, 1))
+        else:  # in place on an intermediate the program owns
+            f = r.choice(["{v}.mul_(0.5)", "{v}.add_(1.0)", "{v}.clamp_(min=-1.0)", "{v}.relu_()"])
+            self.add(f"({v} * 1.5)", [v], s, after=f)
+
+
+def generate(seed: int) -> Program:
+    g = _Gen(seed)
+    r = g.r
+    dtype = r.choices(list(DTYPES), weights=[6, 3, 2])[0]
+    kind = r.choice(["dense", "dense", "conv", "pointwise"])
+    if kind == "conv":
+        shape = (r.choice([1, 2]), g.dim(), r.choice([4, 5, 8]), r.choice([4, 7, 8]))
+        layout = "channels_last" if r.random() < 0.3 else "contiguous"
+    elif kind == "dense":
+        shape = (r.choice([1, 2, 3]), g.dim(), g.dim()) if r.random() < 0.6 else (g.dim(), g.dim())
+        layout = "transposed" if r.random() < 0.2 else "contiguous"
+    else:
+        shape = tuple(g.dim() for _ in range(r.choice([1, 2, 3, 4])))
+        layout = "transposed" if len(shape) >= 2 and r.random() < 0.2 else "contiguous"
+    if r.random() < 0.05:  # an empty dim
+        i = r.randrange(len(shape))
+        shape = shape[:i] + (0,) + shape[i + 1:]
+    inputs = [("x0", shape, layout)]
+    g.vals["x0"] = shape
+    if r.random() < 0.4:  # a second input of the same shape
+        inputs.append(("x1", shape, "contiguous"))
+        g.vals["x1"] = shape
+    for _ in range(r.randint(2, 9)):
+        recent = list(g.vals)[-3:]
+        g.step(r.choice(recent))
+    outs = [g.stmts[-1].name]
+    if r.random() < 0.3 and len(g.stmts) > 1:
+        outs.append(r.choice(g.stmts[:-1]).name)
+    if r.random() < 0.1:
+        outs.append("x0")  # an output that is an input
+    return Program(seed, dtype, inputs, g.params, g.stmts, outs)
