@@ -12,7 +12,7 @@ BENCH_STAMP := build/.bench-deps-$(shell echo $(BENCH_DEPS) | md5sum | cut -c1-8
 BENCH_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup deps build demo test test-opinfo-full bench bench-quick micro clean
+.PHONY: setup deps build demo test test-opinfo-full fuzz bench bench-quick micro clean
 
 setup: build
 
@@ -34,6 +34,13 @@ test: build
 # The OpInfo sweep over every float32 CPU sample (make test runs the first sample of each op).
 test-opinfo-full: build
 	cd tests && FXCPP_OPINFO_FULL=1 $(PY) -m pytest -q python/test_opinfo_sweep.py
+
+# The random-program fuzzer (tests/fuzz/README.md): N programs from seed SEED; failures are
+# shrunk into tests/fuzz/repros/. make test runs seeds 0..299.
+N ?= 1000
+SEED ?= 0
+fuzz: build
+	$(PY) tests/fuzz/fuzz.py --n $(N) --seed $(SEED)
 
 $(BENCH_STAMP): $(DEPS_STAMP)
 	$(PIP) install --disable-pip-version-check $(BENCH_DEPS)

@@ -263,3 +263,21 @@ def test_host_info_is_recorded():
     # oneDNN never claims more than the CPU says (it reads the same CPUID)
     assert not h["avx512_bf16"] or h["avx512"]
     assert h["l1d"] >= 0 and h["l3"] >= 0
+
+
+@pytest.mark.parametrize("choice", ["onednn", "aten"])
+def test_size_one_dims_with_arbitrary_strides_run_on_onednn(choice, monkeypatch):
+    # Found by the fuzzer (seed 81): a transposed [17, 32, 1] input viewed as [544, 1] has
+    # strides (1, 32); oneDNN 3.2 built the matmul for them and refused to execute it.
+    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", choice)
+    lin = nn.Linear(1, 3).eval()
+    x = torch.randn(17, 1, 32).transpose(-1, -2)
+    fn = lambda x: lin(x - 1.5)  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a refused primitive warns
+        notes = onednn_notes(fn, x)
+    assert not any("refused" in n for n in notes), notes
+    assert all(n.startswith("onednn") if choice == "onednn" else n.startswith("aten") for n in notes), notes
+    torch._dynamo.reset()
+    with torch.no_grad():
+        torch.testing.assert_close(torch.compile(fn, backend="fxcpp")(x), fn(x))

@@ -2,6 +2,7 @@
 
 #include "runtime/buffer_pool.h"
 
+#include <algorithm>
 #include <ATen/ops/add.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mul.h>
@@ -38,7 +39,13 @@ Dims dims_of(at::IntArrayRef v) { return Dims(v.begin(), v.end()); }
 memory::desc plain_desc(const at::Tensor& t) { return plain_desc(t, dims_of(t.sizes()), dims_of(t.strides())); }
 
 memory::desc plain_desc(const at::Tensor& t, const Dims& dims, const Dims& strides) {
-  return memory::desc(dims, dtype_of(t.scalar_type()), strides);
+  // A size-1 dim's stride addresses nothing, and torch leaves any value there (a transposed
+  // [17, 32, 1] viewed as [544, 1] has strides (1, 32)); oneDNN 3.2 built a matmul for that and
+  // then refused to execute it. Give such dims the stride a dense layout would have.
+  Dims s = strides;
+  for (size_t i = s.size(); i-- > 0;)
+    if (dims[i] == 1) s[i] = i + 1 < s.size() ? s[i + 1] * std::max<int64_t>(dims[i + 1], 1) : 1;
+  return memory::desc(dims, dtype_of(t.scalar_type()), s);
 }
 
 memory as_memory(const at::Tensor& t, const memory::desc& d) {
