@@ -17,6 +17,7 @@ import os
 import sys
 import time
 import traceback
+import warnings
 
 import torch
 from torch._dynamo.utils import same
@@ -34,10 +35,26 @@ def instantiate(p: Program):
     return ns["Program"], ns["make_inputs"]
 
 
-def check(p: Program) -> tuple[str, str]:
-    """("ok" | "skip" | "fail", detail). skip: eager itself raises on this program."""
+def check(p: Program, notes: list | None = None) -> tuple[str, str]:
+    """("ok" | "skip" | "fail", detail). skip: eager itself raises on this program. fxcpp's
+    warnings (a fallback to the Interpreter or to ATen: correct, but not the intended path)
+    are appended to `notes`."""
     import fxcpp  # noqa: F401 - registers the backend
 
+    from fxcpp.explain import Report, recording
+
+    rec: list = []
+    with warnings.catch_warnings(record=True) as caught, recording(rec):
+        warnings.simplefilter("always")
+        out = _check(p)
+    if notes is not None:
+        notes += sorted({str(w.message).splitlines()[0][:300] for w in caught if "fxcpp" in str(w.message)})
+        # A kernel's own fallbacks are in explain()'s notes (its C++ warnings go to stderr).
+        notes += sorted({f"{r.node}: {r.impl}" for r in Report(rec).rows if r.impl and "refused" in r.impl})
+    return out
+
+
+def _check(p: Program) -> tuple[str, str]:
     cls, make_inputs = instantiate(p)
     dtype = TORCH_DTYPES[p.dtype]
     model = cls().eval().to(dtype)
@@ -152,12 +169,16 @@ if __name__ == "__main__":
 
 def run(n: int, seed: int, out_dir: str | None, verbose: bool = False) -> dict:
     counts = {"ok": 0, "skip": 0, "fail": 0}
-    failures = []
+    failures, fallbacks = [], []
     t0 = time.time()
     for s in range(seed, seed + n):
         p = generate(s)
-        status, detail = check(p)
+        notes: list = []
+        status, detail = check(p, notes)
         counts[status] += 1
+        if notes:
+            fallbacks.append((s, notes))
+            print(f"fallback seed {s}: {notes[0]}", flush=True)
         if status == "fail":
             small = shrink(p)
             where = write_repro(small, detail, out_dir) if out_dir else ""
@@ -167,6 +188,7 @@ def run(n: int, seed: int, out_dir: str | None, verbose: bool = False) -> dict:
             print(f"{status} seed {s}: {p.describe()[:200]}", flush=True)
     counts["seconds"] = round(time.time() - t0, 1)
     counts["failures"] = failures
+    counts["fallbacks"] = fallbacks
     return counts
 
 
@@ -179,7 +201,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     c = run(a.n, a.seed, a.out, a.verbose)
     print(f"programs {a.n} (seeds {a.seed}..{a.seed + a.n - 1}): ok {c['ok']}, eager raised too {c['skip']}, "
-          f"failed {c['fail']} in {c['seconds']} s")
+          f"failed {c['fail']} in {c['seconds']} s; fxcpp warned (a correct fallback) on {len(c['fallbacks'])}")
     return 1 if c["fail"] else 0
 
 

@@ -281,3 +281,25 @@ def test_size_one_dims_with_arbitrary_strides_run_on_onednn(choice, monkeypatch)
     torch._dynamo.reset()
     with torch.no_grad():
         torch.testing.assert_close(torch.compile(fn, backend="fxcpp")(x), fn(x))
+
+
+@pytest.mark.parametrize("kind", ["linear", "conv"])
+def test_a_binary_post_op_after_a_clamp_runs_on_onednn(kind, monkeypatch):
+    # Found by the fuzzer (seed 1820): clamp is several oneDNN post-ops (NaN-preserving), and
+    # the binary add after it was given its operand at the clamp's index: oneDNN refused to
+    # execute, and the node fell back to ATen with a warning.
+    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")
+    torch.manual_seed(0)
+    if kind == "linear":
+        w, b, p = torch.randn(5, 17), torch.randn(5), torch.randn(5)
+        x = torch.randn(85, 17)
+        fn = lambda x: (F.linear(x, w, b).clamp(-1.0, 2.0) + p).clamp(-1.0, 2.0)  # noqa: E731
+    else:
+        w, r = torch.randn(8, 4, 3, 3), torch.randn(2, 8, 6, 6)
+        x = torch.randn(2, 4, 6, 6)
+        fn = lambda x: F.relu6(F.conv2d(x, w, None, 1, 1)) * r  # noqa: E731
+    notes = onednn_notes(fn, x)
+    assert all(n.startswith("onednn") for n in notes), notes
+    torch._dynamo.reset()
+    with torch.no_grad():
+        torch.testing.assert_close(torch.compile(fn, backend="fxcpp")(x), fn(x))

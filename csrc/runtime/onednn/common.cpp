@@ -125,8 +125,9 @@ PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& opera
     } else {
       const at::Tensor& t = operands.at(i);
       memory::desc d = plain_desc(t);
+      const int position = po.len();  // not i: an eltwise before it may have taken several
       po.append_binary(p.kind == PostOp::Kind::Sum ? dnnl::algorithm::binary_add : binary_alg(p.alg), d);
-      r.binary.emplace_back(static_cast<int>(i), d);
+      r.binary.push_back(BinaryArg{static_cast<int>(i), position, d});
     }
   }
   r.attr.set_post_ops(po);

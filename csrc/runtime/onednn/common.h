@@ -34,9 +34,16 @@ memory as_dst_memory(const at::Tensor& t, const memory::desc& d);
 at::Tensor alloc_for(const memory::desc& d);
 
 // Runtime operands of Binary/Sum post-ops, in post-op order.
+// A binary post-op's second source: post-op `operand` of the node's list, which sits at
+// `position` in oneDNN's list (an eltwise such as clamp can take several oneDNN post-ops).
+struct BinaryArg {
+  int operand = -1;
+  int position = -1;
+  memory::desc desc;
+};
 struct PostOpArgs {
   dnnl::primitive_attr attr;
-  std::vector<std::pair<int, memory::desc>> binary;  // (post-op index, src1 desc)
+  std::vector<BinaryArg> binary;
 };
 // Builds the attr for the node's post-op list. `operands[i]` is the tensor of post-op i
 // (undefined for eltwise), already viewed to dst's dims; `sum_in_place` says whether a Sum

@@ -61,7 +61,7 @@ struct ConvEntry {
   std::atomic<int> choice{kUndecided};  // oneDNN or ATen, decided at the signature's first call
   memory::desc src_plain, bias_md;
   std::optional<dnnl::reorder> src_reorder;  // input layout → the primitive's, when they differ
-  std::vector<std::pair<int, memory::desc>> binary;
+  std::vector<BinaryArg> binary;
   std::shared_ptr<const PackedWeights> packed;  // swapped under the kernel's lock when a source changes
 };
 
@@ -170,8 +170,8 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
         args[DNNL_ARG_WEIGHTS] = reorder_to_thread_buffer(wc, weight_plain(wc), e->pd.weights_desc());
         if (bt.defined()) args[DNNL_ARG_BIAS] = as_memory(b_hold = bt.to(bias_dt).contiguous(), e->bias_md);
       }
-      for (const auto& [i, d] : e->binary)
-        args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = as_memory(operands[i], d);
+      for (const BinaryArg& b : e->binary)
+        args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.position) | DNNL_ARG_SRC_1] = as_memory(operands[b.operand], b.desc);
       execute(e->prim, e->pd, args);
       if (out_cl && !widen) return dst;
       // Contiguous, as eager returns it (or channels-last as asked), in the caller's dtype.

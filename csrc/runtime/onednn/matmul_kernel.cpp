@@ -48,7 +48,7 @@ struct MatmulEntry {
   dnnl::matmul prim;
   std::string impl, impl_note;
   std::atomic<int> choice{kUndecided};  // ours (oneDNN or the GEMV) or ATen, decided at the first call
-  std::vector<std::pair<int, memory::desc>> binary;
+  std::vector<BinaryArg> binary;
   std::shared_ptr<const PackedWeights> packed;  // swapped under the kernel's lock when a source changes
 };
 
@@ -145,8 +145,8 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
         args[DNNL_ARG_WEIGHTS] = as_memory(w, plain_desc(w, wd, ws));
         if (b_run.defined()) args[DNNL_ARG_BIAS] = as_memory(b_run, e->pd.bias_desc());
       }
-      for (const auto& [i, d] : e->binary)
-        args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = as_memory(operands[i], d);
+      for (const BinaryArg& b : e->binary)
+        args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.position) | DNNL_ARG_SRC_1] = as_memory(operands[b.operand], b.desc);
       execute(e->prim, e->pd, args);
       if (widen) return dst.to(io);  // rounded once, at the end
       return sum_in_place ? dst.view(out_shape) : dst;
