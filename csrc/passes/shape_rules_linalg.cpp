@@ -46,7 +46,10 @@ static Metas convolution(const ShapeCtx& c) {
   if (x.dim() != w.dim() || x.dim() < 3)
     c.fail("input rank " + std::to_string(x.dim()) + " does not match weight rank " + std::to_string(w.dim()));
   std::vector<Dim> out{x.sizes[0]};
-  out.push_back(transposed ? dim_mul(w.sizes[1], Dim::of(groups)) : w.sizes[0]);
+  // Eager's quirk, kept: an input with no channels gives an output with none (ATen returns
+  // early, shaped from the input), whatever the weight's output channels.
+  const bool no_channels = !transposed && x.sizes[1].is_static() && x.sizes[1].value == 0;
+  out.push_back(no_channels ? Dim::of(0) : transposed ? dim_mul(w.sizes[1], Dim::of(groups)) : w.sizes[0]);
   for (int64_t i = 2; i < x.dim(); ++i) {
     size_t s = static_cast<size_t>(i - 2);
     if (!w.sizes[i].is_static()) { out.push_back(Dim::unknown()); continue; }

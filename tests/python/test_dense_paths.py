@@ -303,3 +303,18 @@ def test_a_binary_post_op_after_a_clamp_runs_on_onednn(kind, monkeypatch):
     torch._dynamo.reset()
     with torch.no_grad():
         torch.testing.assert_close(torch.compile(fn, backend="fxcpp")(x), fn(x))
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_a_convolution_of_an_input_with_no_channels_is_shaped_as_eager_shapes_it(dim):
+    # Found by the fuzzer (seeds 2664, 3246): eager returns 0 output channels when the input has
+    # none; fxcpp's shape rule said the weight's, the verifier saw the mismatch and the whole
+    # graph fell back to the Interpreter with a warning.
+    conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dim]
+    x, w = torch.randn((1, 0) + (8,) * dim), torch.randn((4, 0) + (3,) * dim)
+    fn = lambda x: conv(x, w, None, 2) + 1.0  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the Interpreter fallback warns
+        with torch.no_grad():
+            out = torch.compile(fn, backend="fxcpp")(x)
+    assert out.shape == fn(x).shape
