@@ -1,6 +1,6 @@
 """cpu_fused's exp (runtime/cpu/exp_u10.h): under AVX-512 the same bits as Sleef's expf_u10,
-which the AVX2 and portable builds of the interpreter call, through every kernel that uses it;
-and within 1 ulp of the exact exp. Swept over float32 bit patterns (every 257th of all 2^32:
+which the AVX2 build of the interpreter calls, through every kernel that uses it; and within
+1 ulp of the exact exp. Swept over float32 bit patterns (every 257th of all 2^32:
 normals, denormals, both infinities, NaNs)."""
 import os
 import subprocess
@@ -47,7 +47,7 @@ def _same_bits(a, b) -> int:
     return int((~((a == b) | (a.isnan() & b.isnan()))).sum())
 
 
-@pytest.mark.skipif(not fxcpp._C.host_info()["avx512"], reason="no AVX-512: every build calls Sleef's exp itself")
+@pytest.mark.skipif(not fxcpp._C.host_info()["avx512"], reason="no AVX-512: exp_u10 is Vectorized::exp() itself here")
 def test_avx512_gives_the_same_bits_as_sleef(tmp_path):
     ours = _fused_outputs()
     # The AVX2 build of the same interpreter (Sleef's exp) in a child process on this host.

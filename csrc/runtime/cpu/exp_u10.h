@@ -1,14 +1,16 @@
-// exp over fp32 lanes, bit for bit what eager computes (Sleef's expf_u10: torch.exp, softmax,
-// sigmoid and SiLU all call it through Vectorized<float>::exp()), faster under AVX-512.
+// exp over fp32 lanes, bit for bit at::vec's Vectorized<float>::exp() under AVX2/AVX-512
+// (Sleef's expf_u10, what ATen's vectorized softmax, sigmoid and SiLU kernels and our AVX2
+// build call), faster under AVX-512. (Eager's torch.exp itself goes through MKL's VML, and
+// the portable build through std::exp: other bits, all within 1 ulp.)
 //
 // Sleef's algorithm: q = rint(x / ln2), s = x - q ln2 (ln2 in two parts, Cody-Waite), a
 // degree-6 polynomial for exp(s) on |s| <= ln2 / 2, then u * 2^q, 0 below -104 and inf above
 // 100. Sleef builds 2^q from integer shifts and two multiplies (its ldexp2: the first is
 // exact, the second rounds once); AVX-512's vscalefps computes the same u * 2^q, rounded once,
 // in one instruction. Same operations in the same order otherwise, so the same bits
-// (tests/python/test_exp_u10.py sweeps float bit patterns against torch.exp). About a third
-// fewer instructions: softmax and SiLU are exp-bound on two cores.
-// Part of interp.h: compiled once per instruction set; other sets keep Sleef's own.
+// (tests/python/test_exp_u10.py sweeps float32 bit patterns against the AVX2 build). About a
+// third fewer instructions: softmax, SiLU and GELU are exp-bound on two cores.
+// Part of interp.h: compiled once per instruction set; the others keep Vectorized::exp().
 #pragma once
 #include <ATen/cpu/vec/vec.h>
 
@@ -42,8 +44,8 @@ inline at::vec::Vectorized<float> exp_u10(const at::vec::Vectorized<float>& x) {
 #endif
 }
 
-// Vectorized<float>::erf() (the polynomial eager's GELU uses, not torch.erf's Sleef erf), with
-// exp_u10 for its exp: same bits, the same saving.
+// Vectorized<float>::erf() (the polynomial ATen's vectorized GELU kernel uses; torch.erf is
+// Sleef's erf) with exp_u10 for its exp: the same bits as at::vec's, the same saving.
 inline at::vec::Vectorized<float> gelu_erf_poly(const at::vec::Vectorized<float>& x) {
 #if defined(CPU_CAPABILITY_AVX512)
   const __m512 v = x, neg_zero = _mm512_set1_ps(-0.f), one = _mm512_set1_ps(1.f);

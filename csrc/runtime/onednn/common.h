@@ -33,7 +33,6 @@ memory as_dst_memory(const at::Tensor& t, const memory::desc& d);
 // An uninitialized tensor big enough for `d` (any layout, blocked ones included).
 at::Tensor alloc_for(const memory::desc& d);
 
-// Runtime operands of Binary/Sum post-ops, in post-op order.
 // A binary post-op's second source: post-op `operand` of the node's list, which sits at
 // `position` in oneDNN's list (an eltwise such as clamp can take several oneDNN post-ops).
 struct BinaryArg {
@@ -41,6 +40,7 @@ struct BinaryArg {
   int position = -1;
   memory::desc desc;
 };
+// The attr, and the runtime operands of Binary/Sum post-ops in post-op order.
 struct PostOpArgs {
   dnnl::primitive_attr attr;
   std::vector<BinaryArg> binary;
