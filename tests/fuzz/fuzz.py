@@ -14,6 +14,7 @@ import argparse
 import copy
 import dataclasses
 import os
+import re
 import sys
 import time
 import traceback
@@ -135,8 +136,6 @@ def shrink(p: Program) -> Program:
 
 
 def _rename(text: str, old: str, new: str) -> str:
-    import re
-
     return re.sub(rf"\b{old}\b", new, text)
 
 

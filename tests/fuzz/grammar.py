@@ -96,7 +96,7 @@ class _Gen:
         self.vals[name] = tuple(shape)
         return name
 
-    # One op on value v (shape s); returns False if none applies.
+    # One op on value v (shape s), chosen among those its shape allows.
     def step(self, v: str) -> None:
         s, r = self.vals[v], self.r
         nd = len(s)

@@ -142,12 +142,7 @@ at::Tensor operand_for_dst(const at::Tensor& t, int64_t dst_ndims) {
     sizes[off + i] = t.stride(i) == 0 ? 1 : t.size(i);
     strides[off + i] = t.stride(i);
   }
-  // Size-1 dims: any stride is fine for oneDNN's plain desc; give them a dense one.
-  int64_t dense = 1;
-  for (int64_t i = dst_ndims - 1; i >= 0; --i) {
-    if (sizes[i] == 1) strides[i] = dense;
-    dense *= sizes[i];
-  }
+  // (A size-1 dim's stride is left as it is: plain_desc gives it a dense one.)
   return t.as_strided(sizes, strides);
 }
 

@@ -133,7 +133,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     std::vector<at::Tensor> shape_of = {x, w, bias};
     for (const auto& t : operands) shape_of.push_back(t);
     std::string key = signature(shape_of, sum_in_place) + (cached ? "c" : "p");
-    const c10::ScalarType bias_dt = bias.defined() && !widen ? bias.scalar_type() : cdt;
+    const c10::ScalarType bias_dt = bias_dtype(bias, io);
     auto e = entry(
         key, [&] { return build(x, w, cdt, bias.defined(), bias_dt, !bn.empty(), out, pad_l, pad_r, dil, strides, operands, sum_in_place); },
         onednn_name(io), cached ? "weight packed once" : "weight reordered every call (" + per_call_reason() + ")");

@@ -109,6 +109,11 @@ class FusedKernel : public Kernel {
     if (io == c10::kHalf || (io == c10::kBFloat16 && !native_bf16_)) return c10::kFloat;
     return io;
   }
+  // The bias's dtype in the primitive: its own, or the compute dtype where activations are
+  // widened (a bias-free node: the compute dtype, for a folded BatchNorm's bias).
+  c10::ScalarType bias_dtype(const at::Tensor& bias, c10::ScalarType io) const {
+    return bias.defined() && compute_dtype(io) == io ? bias.scalar_type() : compute_dtype(io);
+  }
   // How explain() names the oneDNN path: "onednn" or "onednn:bf16-as-fp32".
   std::string onednn_name(c10::ScalarType io) const {
     if (compute_dtype(io) == io) return "onednn";

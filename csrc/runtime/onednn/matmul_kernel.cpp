@@ -118,7 +118,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     std::vector<at::Tensor> shape_of = {src, w, b_run};
     for (const auto& t : operands) shape_of.push_back(t);
     std::string key = signature(shape_of, sum_in_place) + (cached ? "c" : "p");
-    const c10::ScalarType bias_dt = !bias.defined() ? cdt : widen ? cdt : bias.scalar_type();
+    const c10::ScalarType bias_dt = bias_dtype(bias, io);
     std::shared_ptr<MatmulEntry> e = entry(
         key, [&] { return build(src, wd, ws, cdt, bias.defined(), bias_dt, !bn.empty(), operands, sum_in_place, dst_dims, cached); },
         onednn_name(io), (cached ? "weight packed once" : "weight read in place (" + per_call_reason() + ")"));
