@@ -15,6 +15,7 @@ import threading
 import warnings
 
 import torch
+import torch._guards
 import torch.fx as fx
 from torch._dynamo.backends.common import aot_autograd
 from torch.utils import _pytree as pytree
@@ -22,6 +23,7 @@ from torch.utils import _pytree as pytree
 from torch._dynamo.exc import RestartAnalysis
 
 from . import partition
+from .direct_call import direct_call
 from .compiled import CompiledAtenGraph, EagerFallback, FxcppCompileError, InterpretedGraph, dump
 from .options import Options
 
@@ -29,10 +31,15 @@ log = logging.getLogger("fxcpp")
 _dynamo_graph_ids = itertools.count()
 
 
-def _aot_backend(opts: Options, dump_subdir: str, static_hint: set | None = None):
+def _aot_backend(opts: Options, dump_subdir: str, static_hint: set | None = None, compiled: list | None = None):
+    """compiled: gets (CompiledAtenGraph, aot's ViewAndMutationMeta) for each graph aot compiles."""
     def compiler_for(kind):
         def compile_aten(gm: fx.GraphModule, example_inputs):
-            return CompiledAtenGraph(gm, opts, kind, dump_subdir, static_hint)
+            cag = CompiledAtenGraph(gm, opts, kind, dump_subdir, static_hint)
+            if compiled is not None:
+                ctx = torch._guards.TracingContext.try_get()
+                compiled.append((cag, getattr(ctx, "fw_metadata", None)))
+            return cag
 
         return compile_aten
 
@@ -58,7 +65,9 @@ def _compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eage
     try:
         if partition.opaque_nodes(gm):
             return _compile_with_opaque(gm, opts)
-        return _aot_backend(opts, subdir, static_hint)(gm, example_inputs)
+        compiled: list = []
+        fn = _aot_backend(opts, subdir, static_hint, compiled)(gm, example_inputs)
+        return direct_call(gm, example_inputs, compiled, opts) or fn
     except EagerFallback as e:
         warnings.warn(f"fxcpp: running the graph eagerly (Options.fallback='eager'): {e}", stacklevel=2)
         return eager_fn

@@ -83,6 +83,18 @@ py::list to_python_list(const std::vector<c10::IValue>& vals) {
   return out;
 }
 
+// No Python on the hot path: other threads run while the plan does, unless it is brief.
+py::list run_releasing_gil(const Executable& e, std::vector<c10::IValue> ins) {
+  std::vector<c10::IValue> outs;
+  if (e.brief()) {
+    outs = e.run(std::move(ins));
+  } else {
+    py::gil_scoped_release no_gil;
+    outs = e.run(std::move(ins));
+  }
+  return to_python_list(outs);
+}
+
 Arg to_arg(Graph& g, py::handle h) {
   auto t = h.cast<py::tuple>();
   auto tag = t[0].cast<std::string>();
@@ -351,15 +363,9 @@ PYBIND11_MODULE(_C, m) {
         g->freeze();
         return std::make_shared<Executable>(g);
       }))
-      .def("run", [](const Executable& e, py::sequence inputs) {
-        auto ins = to_ivalues(inputs);
-        std::vector<c10::IValue> outs;
-        {
-          py::gil_scoped_release no_gil;  // no Python on the hot path; other threads may run
-          outs = e.run(std::move(ins));
-        }
-        return to_python_list(outs);
-      })
+      .def("run", [](const Executable& e, py::sequence inputs) { return run_releasing_gil(e, to_ivalues(inputs)); })
+      // exe(*args): what Dynamo calls on the direct inference path (backend/direct_call.py).
+      .def("__call__", [](const Executable& e, py::args inputs) { return run_releasing_gil(e, to_ivalues(inputs)); })
       .def("run_profiled", [](const Executable& e, py::sequence inputs) {
         auto ins = to_ivalues(inputs);
         std::vector<c10::IValue> outs;

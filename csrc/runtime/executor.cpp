@@ -140,6 +140,7 @@ Executable::Executable(std::shared_ptr<const Graph> graph, const KernelRegistry&
     if (last_use[s] >= 0) steps_[last_use[s]].release.push_back(static_cast<int>(s));
   plan_static_part();
   plan_peak_bytes();
+  plan_brief();
   cow_state_.reset(new std::atomic<int>[steps_.size()]);
   for (size_t i = 0; i < steps_.size(); ++i)
     cow_state_[i].store(steps_[i].static_args.empty() || std::string(steps_[i].kernel->kind()) != "aten" ? 0 : 3);
@@ -217,6 +218,22 @@ void Executable::plan_peak_bytes() {
   planned_peak_bytes_ = peak;
 }
 
+void Executable::plan_brief() {
+  int64_t total = 0;
+  for (const auto& v : graph_->values()) {
+    if (v->kind != ValueKind::Tensor) continue;
+    if (!v->meta) return;
+    int64_t n = static_cast<int64_t>(c10::elementSize(v->meta->dtype));
+    for (const Dim& d : v->meta->sizes) {
+      if (!d.is_static()) return;
+      n *= d.value;
+    }
+    total += n;
+    if (total > kBriefBytes) return;
+  }
+  brief_ = true;
+}
+
 std::vector<at::Tensor> Executable::static_sources(const std::vector<c10::IValue>& frame) const {
   std::vector<at::Tensor> ts;
   ts.reserve(static_.sources.size() + static_.consts.size());
@@ -290,7 +307,7 @@ std::vector<c10::IValue> Executable::execute(std::vector<c10::IValue> inputs, st
         keep.push_back(stack[k].toTensor());
       }
     }
-    auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = times ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     try {
       s.kernel->run(stack);
     } catch (const NodeError&) {

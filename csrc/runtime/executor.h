@@ -71,6 +71,10 @@ class Executable {
   // over the plan, from static metas; -1 when a size is symbolic. Every slot is freed at its
   // last use, so this is what one call holds at its peak.
   int64_t planned_peak_bytes() const { return planned_peak_bytes_; }
+  // Every tensor the plan touches is static and all of them together fit in kBriefBytes: a call
+  // takes about a microsecond, less than handing the GIL over and back costs (the bindings keep it).
+  bool brief() const { return brief_; }
+  static constexpr int64_t kBriefBytes = 64 << 10;
   const Graph& graph() const { return *graph_; }
   std::string str() const;  // the plan: one line per step with its kernel and released slots
 
@@ -79,6 +83,7 @@ class Executable {
                                    std::vector<c10::IValue>* frame_out) const;
   void plan_static_part();
   void plan_peak_bytes();
+  void plan_brief();
   std::vector<at::Tensor> static_sources(const std::vector<c10::IValue>& frame) const;
   std::shared_ptr<const Graph> graph_;
   std::vector<Step> steps_;
@@ -87,6 +92,7 @@ class Executable {
   size_t max_args_ = 0;
   StaticPart static_;
   int64_t planned_peak_bytes_ = 0;
+  bool brief_ = false;
   // Per step: >0 runs left in which to check that the kernel leaves copy-on-write args so;
   // 0 it does; -1 it copies them (an op reading through a writable pointer): give it views.
   std::unique_ptr<std::atomic<int>[]> cow_state_;

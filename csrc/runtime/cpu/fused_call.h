@@ -4,6 +4,7 @@
 // interp.h, compiled once per instruction set and chosen at run time (select_interpreter).
 #pragma once
 #include <c10/core/ScalarType.h>
+#include <c10/util/SmallVector.h>
 
 #include <array>
 #include <cstdint>
@@ -14,6 +15,11 @@
 namespace fxcpp::cpu {
 
 constexpr int kMaxDims = 8;
+
+// Per-call operand lists live on the stack up to 8 entries: a small graph's call is then
+// free of heap allocations here (each malloc/free pair costs ~50 ns of a ~2 us call).
+template <class T>
+using SmallVec = c10::SmallVector<T, 8>;
 
 struct Operand {
   void* data = nullptr;  // inputs are only read
@@ -26,13 +32,13 @@ struct FusedCall {
   int ndim = 1;  // domain dims; the last one is the inner dim (a row when rows)
   std::array<int64_t, kMaxDims> sizes{};
   bool rows = false;  // a row program: the inner dim is the row its reductions run over
-  std::vector<Operand> in, out;  // out[k] of a row output: strides over the outer dims only
+  SmallVec<Operand> in, out;  // out[k] of a row output: strides over the outer dims only
   // Per output: it shares an input's buffer, so it is stored only after the block's last read
   // (never written directly by the instruction computing it).
-  std::vector<uint8_t> in_place;
+  SmallVec<uint8_t> in_place;
   // Per output: larger than the last-level cache, so written with streaming stores (no read
   // for ownership, nothing evicted for data no one reads soon).
-  std::vector<uint8_t> stream;
+  SmallVec<uint8_t> stream;
 };
 
 using Interpreter = void (*)(const FusedCall&);

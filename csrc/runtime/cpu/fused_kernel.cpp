@@ -54,6 +54,7 @@ size_t last_level_cache_bytes() {
 using cpu::FusedCall;
 using cpu::kMaxDims;
 using cpu::Operand;
+using cpu::SmallVec;
 
 bool is_channels_last(const at::Tensor& t) {
   if (t.dim() == 4) return !t.is_contiguous() && t.is_contiguous(at::MemoryFormat::ChannelsLast);
@@ -63,7 +64,7 @@ bool is_channels_last(const at::Tensor& t) {
 
 // The input's strides over the domain: its own dims padded with `pad` trailing 1s, then
 // aligned right; a dim it broadcasts along gets stride 0.
-std::array<int64_t, kMaxDims> domain_strides(const at::Tensor& t, int pad, const std::vector<int64_t>& D) {
+std::array<int64_t, kMaxDims> domain_strides(const at::Tensor& t, int pad, at::IntArrayRef D) {
   std::array<int64_t, kMaxDims> st{};
   const int64_t r = static_cast<int64_t>(D.size()), pr = t.dim() + pad;
   for (int64_t i = 0; i < r; ++i) {
@@ -75,18 +76,18 @@ std::array<int64_t, kMaxDims> domain_strides(const at::Tensor& t, int pad, const
 }
 
 struct Layout {
-  std::vector<int64_t> sizes;
-  std::vector<std::array<int64_t, kMaxDims>> strides;  // per operand (inputs, then outputs)
+  SmallVec<int64_t> sizes;
+  SmallVec<std::array<int64_t, kMaxDims>> strides;  // per operand (inputs, then outputs)
 };
 
 // Drops size-1 dims and merges [lo, hi) dims where every operand's memory runs on.
 void coalesce(Layout& L, size_t lo, size_t hi, Layout& out) {
-  std::vector<size_t> keep;
+  SmallVec<size_t> keep;
   for (size_t d = lo; d < hi; ++d)
     if (L.sizes[d] != 1) keep.push_back(d);
   if (keep.empty()) keep.push_back(hi - 1);
-  std::vector<int64_t> sizes;
-  std::vector<std::vector<int64_t>> st(L.strides.size());
+  SmallVec<int64_t> sizes;
+  SmallVec<SmallVec<int64_t>> st(L.strides.size());
   for (size_t d : keep) {
     bool merge = !sizes.empty();
     for (size_t k = 0; merge && k < L.strides.size(); ++k)
@@ -122,12 +123,12 @@ class CpuFusedKernel final : public Kernel {
     const size_t nin = p.inputs.size();
     if (stack.size() != nin) throw std::invalid_argument("cpu_fused: expected " + std::to_string(nin) + " inputs");
     // Inputs only the executor's stack holds die here: a pointwise output may take one's buffer.
-    std::vector<bool> dying(nin, false);
+    SmallVec<uint8_t> dying(nin, 0);
     for (size_t k = 0; k < nin; ++k) {
       const at::Tensor& t = stack[k].toTensor();
       dying[k] = p.row_dims == 0 && t.use_count() == 1 && t.storage().use_count() == 1 && t.storage_offset() == 0;
     }
-    std::vector<at::Tensor> in(nin);
+    SmallVec<at::Tensor> in(nin);
     for (size_t k = 0; k < nin; ++k) {
       in[k] = stack[k].toTensor();
       if (in[k].scalar_type() != p.inputs[k])
@@ -136,7 +137,7 @@ class CpuFusedKernel final : public Kernel {
       if (!in[k].device().is_cpu()) throw std::invalid_argument("cpu_fused: inputs must be CPU tensors");
     }
     // The domain: the inputs' shapes (with their pads) broadcast together.
-    std::vector<int64_t> D(p.rank, 1);
+    SmallVec<int64_t> D(p.rank, 1);
     for (size_t k = 0; k < nin; ++k) {
       const int64_t pr = in[k].dim() + p.input_pad[k];
       if (pr > p.rank) throw std::invalid_argument("cpu_fused: an input has more dims than the compiled domain");
@@ -151,8 +152,8 @@ class CpuFusedKernel final : public Kernel {
     int64_t cols = 1;
     for (int i = p.rank - rd; i < p.rank; ++i) cols *= D[i];
     // Outputs, in eager's layouts.
-    std::vector<at::Tensor> out(p.outputs.size());
-    std::vector<uint8_t> in_place(p.outputs.size(), 0);
+    SmallVec<at::Tensor> out(p.outputs.size());
+    SmallVec<uint8_t> in_place(p.outputs.size(), 0);
     at::Tensor anchor;
     for (const auto& t : in)
       if (t.dim() == p.rank && t.sizes().equals(D)) {
@@ -162,7 +163,7 @@ class CpuFusedKernel final : public Kernel {
     for (size_t k = 0; k < out.size(); ++k) {
       const ProgOutput& o = p.outputs[k];
       if (o.row) {
-        std::vector<int64_t> s(D.begin(), D.end() - rd);
+        SmallVec<int64_t> s(D.begin(), D.end() - rd);
         if (o.keepdim) s.insert(s.end(), rd, 1);
         out[k] = pooled_empty(s, o.dtype);
       } else {
@@ -175,7 +176,7 @@ class CpuFusedKernel final : public Kernel {
           if (dying[j] && in[j].scalar_type() == o.dtype && in[j].sizes().equals(D) && in[j].is_contiguous(f) &&
               !in[j].is_neg() && !in[j].is_conj()) {
             out[k] = in[j];
-            dying[j] = false;
+            dying[j] = 0;
             in_place[k] = 1;
             ++cpu::g_in_place;
           }
@@ -211,21 +212,21 @@ class CpuFusedKernel final : public Kernel {
 
  private:
   // Outputs too large for the last-level cache (and fp32, fresh) are written with streaming stores.
-  static std::vector<uint8_t> streaming(const std::vector<at::Tensor>& out, const std::vector<uint8_t>& in_place) {
-    std::vector<uint8_t> s(out.size(), 0);
+  static SmallVec<uint8_t> streaming(const SmallVec<at::Tensor>& out, const SmallVec<uint8_t>& in_place) {
+    SmallVec<uint8_t> s(out.size(), 0);
     for (size_t k = 0; k < out.size(); ++k)
       s[k] = !in_place[k] && out[k].scalar_type() == c10::kFloat && out[k].nbytes() >= last_level_cache_bytes();
     return s;
   }
 
-  static void finish(Stack& stack, std::vector<at::Tensor>& out) {
+  static void finish(Stack& stack, SmallVec<at::Tensor>& out) {
     stack.clear();
     for (auto& t : out) stack.emplace_back(std::move(t));
   }
 
   // The call's operands over the domain, coalesced; ndim = -1 when a row does not merge.
-  FusedCall layout(const Program& p, const std::vector<at::Tensor>& in, const std::vector<at::Tensor>& out,
-                   const std::vector<int64_t>& D) const {
+  FusedCall layout(const Program& p, const SmallVec<at::Tensor>& in, const SmallVec<at::Tensor>& out,
+                   const SmallVec<int64_t>& D) const {
     FusedCall c;
     c.prog = &p;
     c.rows = p.row_dims > 0;

@@ -132,11 +132,11 @@ struct Regs {
 // Where one block's operands lie.
 struct Block {
   int64_t n = 0;
-  std::vector<const char*> in;
-  std::vector<int64_t> in_stride;  // inner stride, elements
-  std::vector<char*> out;
-  std::vector<int64_t> out_stride;
-  std::vector<char*> row_out;      // row outputs: this row's element
+  SmallVec<const char*> in;
+  SmallVec<int64_t> in_stride;  // inner stride, elements
+  SmallVec<char*> out;
+  SmallVec<int64_t> out_stride;
+  SmallVec<char*> row_out;      // row outputs: this row's element
   bool first_in_row = true;
   float cols = 1.f;
 
@@ -472,7 +472,7 @@ inline void run_block(const std::vector<PInstr>& code, const FusedCall& c, Regs&
 struct OuterCursor {
   const FusedCall& c;
   std::array<int64_t, kMaxDims> idx{};
-  std::vector<int64_t> in_off, out_off;
+  SmallVec<int64_t> in_off, out_off;
   OuterCursor(const FusedCall& call, int64_t o) : c(call), in_off(call.in.size(), 0), out_off(call.out.size(), 0) {
     for (int d = c.ndim - 2; d >= 0; --d) {
       idx[d] = o % c.sizes[d];
@@ -532,7 +532,7 @@ inline void run_rows(const FusedCall& c) {
     R.reset(p.num_regs);
     Block B = Block::for_call(c, true);
     B.cols = static_cast<float>(cols);
-    std::vector<int> ready;  // registers holding this row's reduction results
+    SmallVec<int> ready;  // registers holding this row's reduction results
     OuterCursor cur(c, r0);
     for (int64_t r = r0; r < r1; ++r) {
       if (r != r0) cur.next();

@@ -49,10 +49,10 @@ struct PRegs {
 
 struct PBlock {
   int64_t m = 1, L = 0;
-  std::vector<const char*> in;  // row 0 of the block, per input
-  std::vector<int64_t> in_inner, in_row;
-  std::vector<char*> out;
-  std::vector<int64_t> out_inner, out_row;
+  SmallVec<const char*> in;  // row 0 of the block, per input
+  SmallVec<int64_t> in_inner, in_row;
+  SmallVec<char*> out;
+  SmallVec<int64_t> out_inner, out_row;
 };
 
 // An operand of one row j: a pointer to L values, or a scalar.
