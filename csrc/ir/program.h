@@ -64,6 +64,10 @@ struct ProgOutput {
   bool row = false;      // a per-row value: shaped as the domain with its row dims 1 (keepdim) or dropped
   bool keepdim = true;   // row outputs
   c10::MemoryFormat format = c10::MemoryFormat::Contiguous;  // full outputs: the layout eager gives them
+  // Full outputs of a row group: the dim order eager gave at trace time, innermost first, when
+  // it was dense, static and not contiguous (a normalization written out op by op over a
+  // transposed input follows the input's order; softmax's own kernel writes contiguous). Empty: `format`.
+  std::vector<int> order;
 };
 
 struct Program {

@@ -120,6 +120,30 @@ c10::MemoryFormat format_of(const TensorMeta& m) {
   return z.size() == 4 ? c10::MemoryFormat::ChannelsLast : c10::MemoryFormat::ChannelsLast3d;
 }
 
+// The dims of a static, dense, non-contiguous layout, innermost first; empty otherwise.
+std::vector<int> dense_order_of(const TensorMeta& m) {
+  const auto& s = m.strides;
+  const auto& z = m.sizes;
+  const int n = static_cast<int>(z.size());
+  if (static_cast<int>(s.size()) != n || n < 2) return {};
+  for (int i = 0; i < n; ++i)
+    if (!z[i].is_static() || !s[i].is_static()) return {};
+  std::vector<int> order;  // dims longer than 1 by stride, then the size-1 dims (they lie anywhere)
+  for (int d = n - 1; d >= 0; --d)
+    if (z[d].value != 1) order.push_back(d);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return s[a].value < s[b].value; });
+  bool contiguous = true;
+  int64_t expect = 1;
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (s[order[i]].value != expect) return {};  // overlapping or with gaps
+    contiguous &= i == 0 || order[i] < order[i - 1];
+    expect *= z[order[i]].value;
+  }
+  for (int d = n - 1; d >= 0; --d)
+    if (z[d].value == 1) order.push_back(d);
+  return contiguous ? std::vector<int>{} : order;
+}
+
 class Fuser {
  public:
   explicit Fuser(Graph& g) : g_(g) {}
@@ -399,7 +423,10 @@ class Fuser {
     for (size_t i = 0; i < outs.size(); ++i) {
       const Role r = grp.role.at(outs[i]);
       prog->outputs[i].keepdim = r != Role::RowDrop;
-      if (r == Role::Full) prog->outputs[i].format = format_of(*outs[i]->meta);
+      if (r == Role::Full) {
+        prog->outputs[i].format = format_of(*outs[i]->meta);
+        if (grp.row_dims > 0) prog->outputs[i].order = dense_order_of(*outs[i]->meta);
+      }
     }
     for (Node* m : grp.members) prog->covers.push_back(m->name);
     // Named after its first member that does work (the FX node explain() puts the time on).

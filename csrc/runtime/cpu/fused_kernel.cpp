@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <fstream>
+#include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -56,12 +58,6 @@ using cpu::kMaxDims;
 using cpu::Operand;
 using cpu::SmallVec;
 
-bool is_channels_last(const at::Tensor& t) {
-  if (t.dim() == 4) return !t.is_contiguous() && t.is_contiguous(at::MemoryFormat::ChannelsLast);
-  if (t.dim() == 5) return !t.is_contiguous() && t.is_contiguous(at::MemoryFormat::ChannelsLast3d);
-  return false;
-}
-
 // The input's strides over the domain: its own dims padded with `pad` trailing 1s, then
 // aligned right; a dim it broadcasts along gets stride 0.
 std::array<int64_t, kMaxDims> domain_strides(const at::Tensor& t, int pad, at::IntArrayRef D) {
@@ -73,6 +69,117 @@ std::array<int64_t, kMaxDims> domain_strides(const at::Tensor& t, int pad, at::I
     st[i] = t.stride(j);
   }
   return st;
+}
+
+// Where a value of the group lies over the domain, as eager's ops lay it out: its strides
+// (0 on a dim it broadcasts along or is 1 in) and the dims it spans (size > 1).
+struct EagerLayout {
+  std::array<int64_t, kMaxDims> st{};
+  std::array<bool, kMaxDims> spans{};
+};
+
+// One eager op's result layout (TensorIterator::reorder_dimensions, ATen/TensorIterator.cpp):
+// dims sorted innermost-first by the first operand whose strides order them strictly (a
+// stride of 0 abstains; equal strides put the shorter dim inner), by insertion sort from the
+// contiguous order; the result is dense in that order.
+EagerLayout iterator_result(const SmallVec<const EagerLayout*>& ops, const SmallVec<int64_t>& D) {
+  const int n = static_cast<int>(D.size());
+  EagerLayout r;
+  for (const EagerLayout* o : ops)
+    for (int d = 0; d < n; ++d) r.spans[d] |= o->spans[d];
+  auto extent = [&](int d) { return r.spans[d] ? D[d] : int64_t{1}; };
+  auto should_swap = [&](int d0, int d1) {
+    for (const EagerLayout* o : ops) {
+      const int64_t s0 = o->st[d0], s1 = o->st[d1];
+      if (s0 == 0 || s1 == 0) continue;
+      if (s0 < s1) return -1;
+      if (s0 > s1) return 1;
+      if (extent(d0) > extent(d1)) return 1;
+    }
+    return 0;
+  };
+  SmallVec<int> perm(n);  // innermost first
+  for (int i = 0; i < n; ++i) perm[i] = n - 1 - i;
+  for (int i = 1; i < n; ++i) {
+    int d1 = i;
+    for (int d0 = i - 1; d0 >= 0; --d0) {
+      const int c = should_swap(perm[d0], perm[d1]);
+      if (c > 0) {
+        std::swap(perm[d0], perm[d1]);
+        d1 = d0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  int64_t next = 1;
+  for (int i = 0; i < n; ++i) {
+    r.st[perm[i]] = r.spans[perm[i]] ? next : 0;
+    next *= extent(perm[i]);
+  }
+  return r;
+}
+
+// The strides eager gives each output of a pointwise group (empty: contiguous), replaying
+// its ops' layouts in program order: eager lays out each op's result from that op's own
+// operands, so `x_expanded * 3 - y_transposed` is contiguous (x * 3 is) though y alone is not.
+// Following eager keeps every view its graph takes of a result valid (a transposed attention
+// output stays transposed, a channels-last activation channels-last). Inputs whose strides
+// all run in dim order (the common case) give contiguous outputs without the replay.
+SmallVec<SmallVec<int64_t>> eager_output_strides(const Program& p, const SmallVec<at::Tensor>& in,
+                                                 const SmallVec<int64_t>& D) {
+  const int n = static_cast<int>(D.size());
+  SmallVec<SmallVec<int64_t>> out(p.outputs.size());
+  if (n < 2 || p.row_dims > 0) return out;
+  SmallVec<EagerLayout> loads(in.size());
+  bool in_order = true;
+  for (size_t k = 0; k < in.size(); ++k) {
+    loads[k].st = domain_strides(in[k], p.input_pad[k], D);
+    const int64_t off = n - (in[k].dim() + p.input_pad[k]);
+    for (int64_t j = 0; j < in[k].dim(); ++j)
+      if (j + off >= 0) loads[k].spans[j + off] = in[k].size(j) > 1;
+    int64_t prev = std::numeric_limits<int64_t>::max();
+    for (int d = 0; d < n; ++d) {
+      if (loads[k].st[d] == 0) continue;
+      in_order &= loads[k].st[d] < prev;
+      prev = loads[k].st[d];
+    }
+  }
+  if (in_order) return out;
+  std::vector<EagerLayout> reg(static_cast<size_t>(p.num_regs));
+  for (const PInstr& I : p.phases[0]) {
+    const int arity = pop_arity(I.op);
+    if (I.op == POp::Load) {
+      reg[I.dst] = loads[I.a];
+    } else if (I.op == POp::Store) {
+      const EagerLayout& L = reg[I.b];
+      SmallVec<int64_t> st(n);
+      bool contiguous = true;
+      int64_t expect = 1;
+      for (int d = n - 1; d >= 0; --d) {  // dims it does not span: dense in place, as eager's are
+        st[d] = L.spans[d] ? L.st[d] : expect;
+        contiguous &= D[d] <= 1 || st[d] == expect;
+        expect *= std::max<int64_t>(D[d], 1);
+      }
+      if (!contiguous) out[I.a] = std::move(st);
+    } else if (arity == 0) {
+      reg[I.dst] = EagerLayout{};  // constants abstain
+    } else {
+      SmallVec<const EagerLayout*> ops;
+      for (int16_t r : {I.a, I.b, I.c})
+        if (static_cast<int>(ops.size()) < arity) ops.push_back(&reg[r]);
+      reg[I.dst] = iterator_result(ops, D);
+    }
+  }
+  return out;
+}
+
+// t (sized as the domain) has these strides on every dim longer than 1 (empty: contiguous).
+bool same_strides(const at::Tensor& t, const SmallVec<int64_t>& D, const SmallVec<int64_t>& strides) {
+  if (strides.empty()) return t.is_contiguous();
+  for (size_t i = 0; i < D.size(); ++i)
+    if (D[i] > 1 && t.stride(static_cast<int64_t>(i)) != strides[i]) return false;
+  return true;
 }
 
 struct Layout {
@@ -154,11 +261,18 @@ class CpuFusedKernel final : public Kernel {
     // Outputs, in eager's layouts.
     SmallVec<at::Tensor> out(p.outputs.size());
     SmallVec<uint8_t> in_place(p.outputs.size(), 0);
-    at::Tensor anchor;
-    for (const auto& t : in)
-      if (t.dim() == p.rank && t.sizes().equals(D)) {
-        anchor = t;
-        break;
+    // A pointwise group lays its outputs out as TensorIterator would (eager's layout for each op).
+    // Eager's layouts: a pointwise group's as its ops lay it out from these inputs; a row
+    // group's as eager gave it at trace time.
+    SmallVec<SmallVec<int64_t>> eager_strides = eager_output_strides(p, in, D);
+    for (size_t k = 0; k < out.size(); ++k)
+      if (rd > 0 && !p.outputs[k].order.empty() && p.outputs[k].order.size() == D.size()) {
+        eager_strides[k].assign(D.size(), 0);
+        int64_t next = 1;
+        for (int d : p.outputs[k].order) {
+          eager_strides[k][d] = next;
+          next *= std::max<int64_t>(D[d], 1);
+        }
       }
     for (size_t k = 0; k < out.size(); ++k) {
       const ProgOutput& o = p.outputs[k];
@@ -168,19 +282,21 @@ class CpuFusedKernel final : public Kernel {
         out[k] = pooled_empty(s, o.dtype);
       } else {
         c10::MemoryFormat f = o.format;
-        if (rd == 0) f = anchor.defined() && is_channels_last(anchor) ? anchor.suggest_memory_format() : c10::MemoryFormat::Contiguous;
         if ((f == c10::MemoryFormat::ChannelsLast && p.rank != 4) || (f == c10::MemoryFormat::ChannelsLast3d && p.rank != 5))
           f = c10::MemoryFormat::Contiguous;
         // In place: elementwise, each block's stores follow all its loads (no direct write: below).
         for (size_t j = 0; j < nin && !out[k].defined(); ++j)
-          if (dying[j] && in[j].scalar_type() == o.dtype && in[j].sizes().equals(D) && in[j].is_contiguous(f) &&
-              !in[j].is_neg() && !in[j].is_conj()) {
+          if (dying[j] && in[j].scalar_type() == o.dtype && in[j].sizes().equals(D) &&
+              (rd == 0 ? same_strides(in[j], D, eager_strides[k]) : in[j].is_contiguous(f)) && !in[j].is_neg() && !in[j].is_conj()) {
             out[k] = in[j];
             dying[j] = 0;
             in_place[k] = 1;
             ++cpu::g_in_place;
           }
-        if (!out[k].defined()) out[k] = pooled_empty(D, o.dtype, f);
+        if (!out[k].defined())
+          out[k] = !eager_strides[k].empty() ? pooled_empty_strided(D, eager_strides[k], o.dtype)
+                   : rd > 0                  ? pooled_empty(D, o.dtype, f)  // the layout eager gave at trace time
+                                             : pooled_empty(D, o.dtype);
       }
     }
     bool empty = false;
@@ -190,6 +306,7 @@ class CpuFusedKernel final : public Kernel {
         throw std::invalid_argument("cpu_fused: a max/min reduction over an empty dimension (eager raises too)");
       return finish(stack, out);
     }
+    SmallVec<std::pair<at::Tensor, at::Tensor>> laid_out;  // (output in eager's layout, its contiguous stand-in)
     FusedCall call = layout(p, in, out, D);
     call.in_place = in_place;
     call.stream = streaming(out, in_place);
@@ -200,13 +317,21 @@ class CpuFusedKernel final : public Kernel {
         in[k] = in[k].reshape(padded).expand(D).contiguous();
       }
       for (auto& o : out)
-        if (!o.is_contiguous()) o = o.contiguous();
+        if (!o.is_contiguous()) {  // computed contiguous, then copied into eager's layout
+          laid_out.emplace_back(o, o.contiguous());
+          o = laid_out.back().second;
+        }
       call = layout(p, in, out, D);
       call.in_place = in_place;
       call.stream = streaming(out, in_place);
       if (call.ndim < 0) throw std::logic_error("cpu_fused: rows still do not merge after making inputs contiguous");
     }
     run_(call);
+    for (auto& [eager_layout, computed] : laid_out) {
+      eager_layout.copy_(computed);
+      for (auto& o : out)
+        if (o.is_same(computed)) o = eager_layout;
+    }
     finish(stack, out);
   }
 
