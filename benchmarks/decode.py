@@ -20,10 +20,10 @@ from pathlib import Path
 
 import torch
 
+from .harness import DTYPES
 from .machine import machine_info, physical_cores
 
 REPO = Path(__file__).resolve().parent.parent
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
 def build(name: str):

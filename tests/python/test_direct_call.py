@@ -28,7 +28,7 @@ def _run(fn, *inputs, grad=False, options=None, caplog):
     caplog.set_level(logging.DEBUG, logger="fxcpp")
     compiled = torch.compile(fn, backend="fxcpp", options=options)
     with torch.set_grad_enabled(grad):
-        ref_in, res_in = clone_inputs(inputs), clone_inputs(inputs)
+        ref_in = clone_inputs(inputs)
         ref = fn(*ref_in)
         for _ in range(3):  # the first call compiles; the later ones run the path chosen
             res_in = clone_inputs(inputs)

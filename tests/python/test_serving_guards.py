@@ -21,16 +21,22 @@ def test_guard_filter_fn(name):
     with torch.no_grad():
         for _ in range(3):
             assert_same(model(x), compiled(x))
-        with torch.no_grad():
-            model[0].weight.mul_(2)  # a weight update is still seen: fxcpp checks it, not a guard
+        model[0].weight.mul_(2)  # a weight update is still seen: fxcpp checks it, not a guard
         assert_same(model(x), compiled(x))
 
 
-def test_set_stance_fail_on_recompile():
+def _warm():
+    """The model and its compiled form, warmed up on a [3, 16] input with static shapes."""
     model = _mlp()
     compiled = torch.compile(model, backend="fxcpp", dynamic=False)
     with torch.no_grad():
         compiled(torch.randn(3, 16))
+    return model, compiled
+
+
+def test_set_stance_fail_on_recompile():
+    model, compiled = _warm()
+    with torch.no_grad():
         with torch.compiler.set_stance("fail_on_recompile"):
             x = torch.randn(3, 16)
             assert_same(model(x), compiled(x))  # the warm shape runs
@@ -39,10 +45,8 @@ def test_set_stance_fail_on_recompile():
 
 
 def test_set_stance_eager_on_recompile():
-    model = _mlp()
-    compiled = torch.compile(model, backend="fxcpp", dynamic=False)
+    model, compiled = _warm()
     with torch.no_grad():
-        compiled(torch.randn(3, 16))
         with torch.compiler.set_stance("eager_on_recompile"):
             x = torch.randn(7, 16)
             assert_same(model(x), compiled(x))  # runs eagerly, correct

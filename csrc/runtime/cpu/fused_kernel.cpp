@@ -120,7 +120,8 @@ EagerLayout iterator_result(const SmallVec<const EagerLayout*>& ops, const Small
   return r;
 }
 
-// The strides eager gives each output of a pointwise group (empty: contiguous), replaying
+// The strides eager gives each full output (empty: contiguous, or a row group's `format`).
+// A row group's: the dense order eager traced (ProgOutput::order). A pointwise group's: replaying
 // its ops' layouts in program order: eager lays out each op's result from that op's own
 // operands, so `x_expanded * 3 - y_transposed` is contiguous (x * 3 is) though y alone is not.
 // Following eager keeps every view its graph takes of a result valid (a transposed attention
@@ -130,7 +131,20 @@ SmallVec<SmallVec<int64_t>> eager_output_strides(const Program& p, const SmallVe
                                                  const SmallVec<int64_t>& D) {
   const int n = static_cast<int>(D.size());
   SmallVec<SmallVec<int64_t>> out(p.outputs.size());
-  if (n < 2 || p.row_dims > 0) return out;
+  if (p.row_dims > 0) {
+    for (size_t k = 0; k < out.size(); ++k) {
+      const std::vector<int>& order = p.outputs[k].order;  // innermost first
+      if (order.empty() || order.size() != D.size()) continue;
+      out[k].assign(D.size(), 0);
+      int64_t next = 1;
+      for (int d : order) {
+        out[k][d] = next;
+        next *= std::max<int64_t>(D[d], 1);
+      }
+    }
+    return out;
+  }
+  if (n < 2) return out;
   SmallVec<EagerLayout> loads(in.size());
   bool in_order = true;
   for (size_t k = 0; k < in.size(); ++k) {
@@ -261,19 +275,7 @@ class CpuFusedKernel final : public Kernel {
     // Outputs, in eager's layouts.
     SmallVec<at::Tensor> out(p.outputs.size());
     SmallVec<uint8_t> in_place(p.outputs.size(), 0);
-    // A pointwise group lays its outputs out as TensorIterator would (eager's layout for each op).
-    // Eager's layouts: a pointwise group's as its ops lay it out from these inputs; a row
-    // group's as eager gave it at trace time.
-    SmallVec<SmallVec<int64_t>> eager_strides = eager_output_strides(p, in, D);
-    for (size_t k = 0; k < out.size(); ++k)
-      if (rd > 0 && !p.outputs[k].order.empty() && p.outputs[k].order.size() == D.size()) {
-        eager_strides[k].assign(D.size(), 0);
-        int64_t next = 1;
-        for (int d : p.outputs[k].order) {
-          eager_strides[k][d] = next;
-          next *= std::max<int64_t>(D[d], 1);
-        }
-      }
+    const SmallVec<SmallVec<int64_t>> eager_strides = eager_output_strides(p, in, D);
     for (size_t k = 0; k < out.size(); ++k) {
       const ProgOutput& o = p.outputs[k];
       if (o.row) {
