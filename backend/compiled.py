@@ -59,7 +59,7 @@ class CppPartition(torch.nn.Module):
         t2 = time.perf_counter()
         for i, (name, changed, text) in enumerate(ran):
             dump(opts, dump_subdir, f"{label}_pass{i}_{name}.txt", f"# changed: {changed}\n{text}")
-        self.exe = _C.Executable(cgraph)
+        self.exe = _C.Executable(cgraph, opts.pack_weights)
         t3 = time.perf_counter()
         self.passes = [(name, changed) for name, changed, _ in ran]
         dump(opts, dump_subdir, f"{label}_plan.txt", str(self.exe))

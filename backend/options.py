@@ -24,6 +24,11 @@ class Options:
     profile: bool = False
     # Plans kept per compiled graph in fxcpp.compile, one per concrete input signature.
     plan_cache_size: int = 8
+    # Keep a packed copy of each parameter a oneDNN kernel reads (conv, linear), laid out for
+    # it: fastest, but the process holds those weights twice. False: weights are read where
+    # they lie (a linear) or reordered at every call into a per-thread buffer (a conv), so
+    # memory stays near eager's; 5-20% slower on weight-bound models (README, "Serving").
+    pack_weights: bool = True
 
     def __post_init__(self):
         if self.fallback not in FALLBACKS:

@@ -41,6 +41,10 @@ CONFIGS: dict[str, Config] = {c.name: c for c in [
     Config("inductor_reduce_overhead", _compile(mode="reduce-overhead"), uses_inductor=True),
     Config("fxcpp", _compile(backend="fxcpp")),
     Config("fxcpp_verify", _compile(backend="fxcpp", options={"verify": True})),
+    # No packed weight copies: memory near eager's, weights read where they lie.
+    Config("fxcpp_unpacked", _compile(backend="fxcpp", options={"pack_weights": False})),
+    # Dynamo + aot_autograd running eager's ops: the memory and compile time any backend starts from.
+    Config("aot_eager", _compile(backend="aot_eager")),
 ]}
 
 DEFAULTS = {

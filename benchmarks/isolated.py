@@ -5,6 +5,8 @@ Inductor cache folder, nothing in memory) and the peak memory of compiling and r
     python -m benchmarks.isolated '{"model": "mlp", "batch": 32, "dtype": "fp32", "device": "cpu", "config": "fxcpp"}'
 Prints {"compile_s_cold": ..., "peak_rss_mb": ..., "cuda_max_alloc_mb": ...} as the last line.
 """
+import ctypes
+import gc
 import json
 import os
 import sys
@@ -22,7 +24,14 @@ from .harness import DTYPES, sync  # noqa: E402
 
 def reset_peak_rss() -> bool:
     """Restart VmHWM from the current RSS (Linux clear_refs 5), so the peak measured is that of
-    compiling and running, not of building the model (a bf16 model is built in fp32 first)."""
+    compiling and running, not of building the model (a bf16 model is built in fp32 first).
+    The heap is trimmed first: memory freed by that conversion would otherwise stay in the
+    process and absorb a compiler's new allocations (packed weights) unseen."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")

@@ -45,6 +45,10 @@ struct FusedOp {
   int bn_arg = -1;
   double bn_eps = 0.0;
   std::vector<PostOp> post_ops;
+  // Whether the kernel may keep a packed copy of a long-lived weight beside it (fastest; costs
+  // the weight's bytes again). Off (Options.pack_weights=False): the weight is read where it
+  // lies (matmul) or reordered at every call into a per-thread buffer (conv).
+  bool pack_weight = true;
   std::vector<std::string> covers;  // the FX nodes this node replaces, anchor first
   std::string str() const;
 };

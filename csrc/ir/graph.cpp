@@ -280,4 +280,14 @@ void Graph::remove_dead_nodes() {
   nodes_ = std::move(live);
 }
 
+void Graph::disable_weight_packing() {
+  check_mutable("disable weight packing");
+  for (Node* n : nodes()) {
+    if (!n->fused || !n->fused->pack_weight) continue;
+    auto f = std::make_shared<FusedOp>(*n->fused);  // FusedOps may be shared between nodes
+    f->pack_weight = false;
+    n->fused = std::move(f);
+  }
+}
+
 }  // namespace fxcpp

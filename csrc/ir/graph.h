@@ -153,6 +153,8 @@ class Graph {
   std::string str() const;
   // An Executable's plan points into the graph: once one is built the graph is read-only.
   void freeze() { frozen_ = true; }
+  // Options.pack_weights=False: no oneDNN node keeps a packed copy of its weight.
+  void disable_weight_packing();
   void check_mutable(const char* what) const {
     if (frozen_) throw std::logic_error(std::string("fxcpp: cannot ") + what + ": an Executable was built from this graph");
   }

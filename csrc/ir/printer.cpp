@@ -61,6 +61,7 @@ std::string FusedOp::str() const {
        << (pad_before.empty() ? "" : " pad_before=" + ints(pad_before) + " pad_after=" + ints(pad_after));
   if (weight_nk) os << " weight_nk";
   if (flatten_src) os << " flatten_src";
+  if (!pack_weight) os << " no_pack";
   if (bn_arg >= 0) os << " bn(arg" << bn_arg << ", eps=" << bn_eps << ")";
   if (!post_ops.empty()) {
     os << " post_ops=[";

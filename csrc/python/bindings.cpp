@@ -359,10 +359,11 @@ PYBIND11_MODULE(_C, m) {
   }, py::arg("graph"), py::arg("disabled") = std::vector<std::string>{}, py::arg("verify_each") = true, py::arg("dump") = false);
 
   py::class_<Executable, std::shared_ptr<Executable>>(m, "Executable")
-      .def(py::init([](std::shared_ptr<Graph> g) {
+      .def(py::init([](std::shared_ptr<Graph> g, bool pack_weights) {
+        if (!pack_weights) g->disable_weight_packing();
         g->freeze();
         return std::make_shared<Executable>(g);
-      }))
+      }), py::arg("graph"), py::arg("pack_weights") = true)
       .def("run", [](const Executable& e, py::sequence inputs) { return run_releasing_gil(e, to_ivalues(inputs)); })
       // exe(*args): what Dynamo calls on the direct inference path (backend/direct_call.py).
       .def("__call__", [](const Executable& e, py::args inputs) { return run_releasing_gil(e, to_ivalues(inputs)); })
