@@ -63,6 +63,20 @@ def generate(model, ids, new_tokens: int):
     return model.generate(ids, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)
 
 
+def first_difference(base, ref, out, prompt: int) -> dict:
+    """Where a backend's tokens first leave eager's, and how close eager's choice was there: the
+    gap between eager's two best logits at that step, against the spread of its logits."""
+    n = min(ref.shape[1], out.shape[1])
+    diff = (ref[0, :n] != out[0, :n]).nonzero()
+    if not len(diff):
+        return {"first_diff_token": n - prompt}
+    pos = int(diff[0])
+    logits = base(ref[:, :pos]).logits[0, -1].float()
+    top = logits.topk(2).values
+    return {"first_diff_token": pos - prompt, "eager_top2_gap": float(top[0] - top[1]),
+            "eager_logit_std": float(logits.std())}
+
+
 def run_case(name: str, dtype: str, backends: list, new_tokens: int, prompt: int, rounds: int) -> dict:
     torch._dynamo.reset()
     base = build(name).to(DTYPES[dtype])
@@ -85,6 +99,8 @@ def run_case(name: str, dtype: str, backends: list, new_tokens: int, prompt: int
                 continue
             r["first_generate_s"] = time.perf_counter() - t0
             r["same_tokens"] = bool(torch.equal(out, ref))
+            if not r["same_tokens"]:
+                r.update(first_difference(base, ref, out, prompt))
             if b != "eager":
                 r["graphs_first_generate"] = len(counts[b])
             models[b] = m
@@ -126,7 +142,12 @@ def to_markdown(res: dict) -> str:
                 lines.append(f"| {c['model']} | {c['dtype']} | {b} | error: {r['error'][:80]} | | | | |")
                 continue
             graphs = "-" if b == "eager" else f"{r.get('graphs_first_generate')} / {r.get('graphs_total')}"
-            lines.append(f"| {c['model']} | {c['dtype']} | {b} | {r['same_tokens']} | {graphs} | "
+            same = str(r["same_tokens"])
+            if "first_diff_token" in r:
+                same += f" (token {r['first_diff_token']} of {res['new_tokens']} differs"
+                same += (f"; eager's top-2 logit gap there {r['eager_top2_gap']:.3g}, logit std "
+                         f"{r['eager_logit_std']:.3g})" if "eager_top2_gap" in r else ")")
+            lines.append(f"| {c['model']} | {c['dtype']} | {b} | {same} | {graphs} | "
                          f"{r.get('ms_per_token', float('nan')):.2f} | {r.get('speedup_vs_eager', float('nan')):.2f}x | "
                          f"{r['first_generate_s']:.1f} |")
     return "\n".join(lines) + "\n"

@@ -156,3 +156,23 @@ def test_dynamic_batch_builds_one_primitive_per_shape():
         for b in (1, 3, 8, 3):
             x, r = torch.randn(b, 5, 32), torch.randn(32)
             assert_same(model(x, r), compiled(x, r))
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_conv_fed_by_conv_runs_oneDNN_not_its_reference(batch, channels_last):
+    """A convolution reading another's channels-last output at batch 1: the size-1 N dim's
+    stride must not be rewritten into an unreadable format (every batch-1 ResNet-50
+    convolution after the first had fallen to oneDNN's reference implementation, then ATen)."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(16, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+                      nn.Conv2d(32, 32, 1), nn.ReLU(), nn.Conv2d(32, 16, 3, padding=1)).eval()
+    x = torch.randn(batch, 16, 14, 14)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        report = fxcpp.explain(m, x)
+        convs = [r for r in report.rows if r.op == "aten::convolution"]
+        assert len(convs) == 3 and not any("reference" in r.impl for r in convs), report
+        torch._dynamo.reset()
+        assert_same(m(x), torch.compile(m, backend="fxcpp")(x))

@@ -38,10 +38,28 @@ Dims dims_of(at::IntArrayRef v) { return Dims(v.begin(), v.end()); }
 
 memory::desc plain_desc(const at::Tensor& t) { return plain_desc(t, dims_of(t.sizes()), dims_of(t.strides())); }
 
+// Whether the strides lay the dims out densely in some order (the order of their strides,
+// outer dims first among equals): each stride is the next inner dim's stride times its size.
+static bool dense_in_stride_order(const Dims& dims, const Dims& strides) {
+  std::vector<size_t> order(dims.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return strides[a] > strides[b]; });
+  int64_t expect = 1;
+  for (size_t k = order.size(); k-- > 0;) {
+    if (strides[order[k]] != expect) return false;
+    expect *= std::max<int64_t>(dims[order[k]], 1);
+  }
+  return true;
+}
+
 memory::desc plain_desc(const at::Tensor& t, const Dims& dims, const Dims& strides) {
   // A size-1 dim's stride addresses nothing, and torch leaves any value there (a transposed
   // [17, 32, 1] viewed as [544, 1] has strides (1, 32)); oneDNN 3.2 built a matmul for that and
-  // then refused to execute it. Give such dims the stride a dense layout would have.
+  // then refused to execute it. Give such dims the stride a row-major layout would have, unless
+  // the strides already describe a dense layout: rewriting a batch-1 channels-last tensor's N
+  // stride (H*W*C) to C made its format unreadable to brgconv, and every batch-1 convolution
+  // fed by another fell to oneDNN's reference implementation (then ATen).
+  if (dense_in_stride_order(dims, strides)) return memory::desc(dims, dtype_of(t.scalar_type()), strides);
   Dims s = strides;
   for (size_t i = s.size(); i-- > 0;)
     if (dims[i] == 1) s[i] = i + 1 < s.size() ? s[i + 1] * std::max<int64_t>(dims[i + 1], 1) : 1;
