@@ -12,16 +12,14 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import shlex
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 
 from .harness import DTYPES
-from .machine import machine_info, physical_cores
+from .machine import command_line, machine_info, physical_cores, save_results
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -167,7 +165,7 @@ def main(argv=None) -> dict:
     torch.set_num_threads(args.threads)
     torch._dynamo.config.recompile_limit = 64  # several backends compile one forward in this process
     backends = ["eager"] + [b for b in args.backends if b != "eager"]
-    cmd = shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv]))
+    cmd = command_line("benchmarks.decode", argv)
     res = {"machine": machine_info(args.threads, cmd), "prompt_tokens": args.prompt, "new_tokens": args.new_tokens,
            "rounds": args.rounds, "cases": []}
     for name in args.models:
@@ -175,11 +173,7 @@ def main(argv=None) -> dict:
             c = run_case(name, dt, backends, args.new_tokens, args.prompt, args.rounds)
             print(json.dumps(c))
             res["cases"].append(c)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "decode.json").write_text(json.dumps(res, indent=1) + "\n")
-    (out / "decode.md").write_text(to_markdown(res))
-    print(to_markdown(res))
+    save_results(args.out, "decode", res, to_markdown(res))
     return res
 
 

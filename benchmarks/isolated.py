@@ -20,6 +20,7 @@ import torch  # noqa: E402
 
 from . import configs, suite  # noqa: E402
 from .harness import DTYPES, sync  # noqa: E402
+from .machine import proc_status_mb  # noqa: E402
 
 
 def reset_peak_rss() -> bool:
@@ -42,9 +43,7 @@ def reset_peak_rss() -> bool:
 
 def peak_rss_mb() -> float:
     """VmHWM: this process's own peak RSS. (ru_maxrss would include the parent's, inherited across fork+exec.)"""
-    with open("/proc/self/status") as f:
-        kb = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
-    return kb / 1024
+    return proc_status_mb("VmHWM")
 
 
 def main() -> int:

@@ -1,9 +1,12 @@
 """What machine a result came from: shared by the suite harness and the micro-benchmarks."""
 from __future__ import annotations
 
+import json
 import os
 import platform
+import shlex
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -73,3 +76,27 @@ def machine_info(threads: int, command: str) -> dict:
         "command": command,
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+
+
+def command_line(module: str, argv: list[str] | None = None) -> str:
+    """This run's command: the process's own, or rebuilt from argv when main() was called
+    in-process (tests), where the process command line is not this run's."""
+    cmd = getattr(sys, "orig_argv", [sys.executable, *sys.argv]) if argv is None else [
+        sys.executable, "-m", module, *argv]
+    return shlex.join(cmd)
+
+
+def save_results(out_dir: str, stem: str, res: dict, markdown: str) -> Path:
+    """Writes <stem>.json and <stem>.md into out_dir (made if needed) and prints the markdown."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(res, indent=1) + "\n")
+    (out / f"{stem}.md").write_text(markdown)
+    print(markdown)
+    return out
+
+
+def proc_status_mb(field: str) -> float:
+    """A memory field of /proc/self/status ("VmRSS", "VmHWM"), in MiB."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(field + ":")) / 1024

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import statistics
 import subprocess
 import sys
@@ -28,12 +27,13 @@ from pathlib import Path
 
 import torch
 
+from .machine import command_line, machine_info, physical_cores, proc_status_mb, save_results
+
 REPO = Path(__file__).resolve().parent.parent
 
 
 def rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+    return proc_status_mb("VmRSS")
 
 
 def child(a: dict) -> dict:
@@ -182,13 +182,11 @@ def main(argv=None) -> dict:
     if args.child:
         print(json.dumps(child(json.loads(args.child))))
         return {}
-    from .machine import machine_info, physical_cores
-
     workers = args.workers or physical_cores()
     a = {"model": args.model, "tiny": args.tiny, "batch": args.batch, "dtype": args.dtype, "clients": args.clients,
          "requests": args.requests, "workers": workers, "intra_threads": args.intra_threads,
          "distinct": args.distinct, "check_every": args.check_every, "rounds": args.rounds}
-    cmd = shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv]))
+    cmd = command_line("benchmarks.serve", argv)
     res = {"machine": machine_info(workers * args.intra_threads, cmd), "args": a, "rounds": []}
     configs = ["eager"] + [c for c in args.configs if c != "eager"]
     for _ in range(args.rounds):
@@ -198,11 +196,7 @@ def main(argv=None) -> dict:
             print(json.dumps({k: v for k, v in r.items() if k != "rss_trace"}), flush=True)
             runs.append(r)
         res["rounds"].append(runs)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "serve.json").write_text(json.dumps(res, indent=1) + "\n")
-    (out / "serve.md").write_text(to_markdown(res))
-    print(to_markdown(res))
+    save_results(args.out, "serve", res, to_markdown(res))
     return res
 
 

@@ -9,9 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -19,7 +17,7 @@ import torch
 import torch.utils.benchmark as tb
 
 from . import native
-from ..machine import machine_info, physical_cores
+from ..machine import command_line, machine_info, physical_cores, save_results
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -307,10 +305,7 @@ def main(argv=None) -> dict:
     torch.set_num_threads(args.threads)
     backends = ["eager", "fxcpp"] + ([] if args.no_inductor else ["inductor"])
     t0 = time.time()
-    # Called in-process (tests), the process command line is not this run's: rebuild it from argv.
-    cmd = getattr(sys, "orig_argv", [sys.executable, *sys.argv]) if argv is None else [
-        sys.executable, "-m", "benchmarks.micro.run", *argv]
-    r = {"machine": machine_info(args.threads, shlex.join(cmd)), "quick": args.quick, "backends": backends}
+    r = {"machine": machine_info(args.threads, command_line("benchmarks.micro.run", argv)), "quick": args.quick, "backends": backends}
     r["peak"] = measure_peak(args.threads, args.quick)
     r["triad"] = native.stream_triad(args.threads, 64, 10 if args.quick else 50)
     r["gemm"] = measure_gemm(args.threads, args.quick, r["peak"])
@@ -319,12 +314,7 @@ def main(argv=None) -> dict:
     r["overhead"] = measure_overhead(args.threads, args.quick, backends)
     r["seconds"] = time.time() - t0
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "micro.json").write_text(json.dumps(r, indent=1) + "\n")
-    md = to_markdown(r)
-    (out / "micro.md").write_text(md)
-    print(md)
+    out = save_results(args.out, "micro", r, to_markdown(r))
     print(f"wrote {out / 'micro.json'} and {out / 'micro.md'} in {r['seconds']:.0f} s")
     return r
 

@@ -4,11 +4,12 @@
 //
 // A weight is packed once and cached only when it is long-lived (a parameter, buffer or
 // constant), all its sources can carry a write guard, and Options.pack_weights is on (the
-// pack is a second copy of the weight; off, memory stays near eager's). Any other weight (computed in the
-// graph, a user input, a backward graph's saved tensor, shared or mapped memory, or one that
-// was re-packed at several calls in a row) changes between calls: the kernels use the same
-// cached primitive and hand it the weight as it is (matmul) or reordered into a per-thread
-// buffer (conv), never packing into a new tensor or building a primitive per call.
+// pack is a second copy of the weight; off, memory stays near eager's). Any other weight
+// (computed in the graph, a user input, a backward graph's saved tensor, shared or mapped
+// memory, or one that was re-packed at several calls in a row) changes between calls: the
+// kernels use the same cached primitive and hand it the weight as it is (matmul) or
+// reordered into a per-thread buffer (conv), never packing into a new tensor or building a
+// primitive per call.
 //
 // Never slower than eager: at a signature's first call the kernel times its oneDNN path
 // against eager's ATen ops for the same computation (two runs each, on this call's inputs,
