@@ -26,6 +26,15 @@ def _dnnl_cmake_dir() -> str:
     return os.path.join(sys.prefix, "lib", "cmake", "dnnl")
 
 
+def _loaded_library(name: str) -> str:
+    """The path of a shared library this process has mapped ("" if none)."""
+    try:
+        with open("/proc/self/maps") as f:
+            return next((line.split()[-1] for line in f if name in line and "/" in line), "")
+    except OSError:
+        return ""
+
+
 class CMakeExtension(Extension):
     def __init__(self, name):
         super().__init__(name, sources=[])
@@ -40,6 +49,7 @@ class CMakeBuild(build_ext):
         os.makedirs(build_dir, exist_ok=True)
         cfg = os.environ.get("FXCPP_BUILD_TYPE", "Release")
         torch_dir = os.path.dirname(torch.__file__)
+        libstdcxx = _loaded_library("libstdc++.so")  # the one torch runs on (CMakeLists.txt says why)
         subprocess.check_call(
             [
                 "cmake",
@@ -51,6 +61,7 @@ class CMakeBuild(build_ext):
                 f"-DPython_EXECUTABLE={sys.executable}",
                 f"-Ddnnl_DIR={_dnnl_cmake_dir()}",
                 f"-DFXCPP_WITH_ONEDNN={'OFF' if os.environ.get('FXCPP_ONEDNN') == '0' else 'ON'}",
+                f"-DFXCPP_TORCH_LIBSTDCXX={libstdcxx}",
             ],
             cwd=build_dir,
         )
