@@ -19,7 +19,7 @@ import torch
 import torch._guards
 import torch.fx as fx
 
-from . import _C, lowering, partition
+from . import _C, choice_cache, lowering, partition
 from .options import Options
 
 log = logging.getLogger("fxcpp")
@@ -59,7 +59,8 @@ class CppPartition(torch.nn.Module):
         t2 = time.perf_counter()
         for i, (name, changed, text) in enumerate(ran):
             dump(opts, dump_subdir, f"{label}_pass{i}_{name}.txt", f"# changed: {changed}\n{text}")
-        self.exe = _C.Executable(cgraph, opts.pack_weights)
+        self.choices = choice_cache.open_for(gm, opts, label, static)
+        self.exe = _C.Executable(cgraph, opts.pack_weights, self.choices)
         t3 = time.perf_counter()
         self.passes = [(name, changed) for name, changed, _ in ran]
         dump(opts, dump_subdir, f"{label}_plan.txt", str(self.exe))

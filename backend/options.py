@@ -29,6 +29,11 @@ class Options:
     # they lie (a linear) or reordered at every call into a per-thread buffer (a conv), so
     # memory stays near eager's; 5-20% slower on weight-bound models (README, "Serving").
     pack_weights: bool = True
+    # Keep each oneDNN kernel's first-call choice (its path or eager's, timed) in a file, so a
+    # new process reuses it instead of timing again (backend/choice_cache.py; README, "Serving").
+    cache: bool = True
+    # Where (None: $FXCPP_CACHE_DIR, else "fxcpp" in torch's cache directory).
+    cache_dir: str | None = None
 
     def __post_init__(self):
         if self.fallback not in FALLBACKS:

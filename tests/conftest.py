@@ -1,8 +1,14 @@
 import os
 import sys
+import tempfile
 
 import pytest
-import torch
+
+# The choice cache (backend/choice_cache.py) starts empty for each test session: a run never
+# takes first-call choices measured by an earlier one. Before fxcpp is imported.
+os.environ["FXCPP_CACHE_DIR"] = tempfile.mkdtemp(prefix="fxcpp-test-cache-")
+
+import torch  # noqa: E402
 
 # Tests import the installed package `fxcpp`, never the source folder.
 sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]

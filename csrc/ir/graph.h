@@ -155,6 +155,8 @@ class Graph {
   void freeze() { frozen_ = true; }
   // Options.pack_weights=False: no oneDNN node keeps a packed copy of its weight.
   void disable_weight_packing();
+  // Every fused node reads and records its first-call kernel choices in `cache` (Options.cache).
+  void set_choice_cache(std::shared_ptr<ChoiceCache> cache);
   void check_mutable(const char* what) const {
     if (frozen_) throw std::logic_error(std::string("fxcpp: cannot ") + what + ": an Executable was built from this graph");
   }

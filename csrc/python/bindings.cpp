@@ -18,6 +18,7 @@
 #include "ir/verifier.h"
 #include "passes/pass.h"
 #include "runtime/buffer_pool.h"
+#include "runtime/choice_cache.h"
 #include "runtime/cpu/fused_call.h"
 #include "runtime/executor.h"
 #include "runtime/host.h"
@@ -358,12 +359,22 @@ PYBIND11_MODULE(_C, m) {
     return out;
   }, py::arg("graph"), py::arg("disabled") = std::vector<std::string>{}, py::arg("verify_each") = true, py::arg("dump") = false);
 
+  // First-call kernel choices kept across processes (runtime/choice_cache.h; backend/choice_cache.py).
+  py::class_<ChoiceCache, std::shared_ptr<ChoiceCache>>(m, "ChoiceCache")
+      .def(py::init<std::string, std::string>(), py::arg("path"), py::arg("key"))
+      .def_property_readonly("path", &ChoiceCache::path)
+      .def_property_readonly("warning", &ChoiceCache::warning)
+      .def_property_readonly("loaded", &ChoiceCache::loaded)
+      .def_property_readonly("hits", &ChoiceCache::hits)
+      .def_property_readonly("recorded", &ChoiceCache::recorded);
+
   py::class_<Executable, std::shared_ptr<Executable>>(m, "Executable")
-      .def(py::init([](std::shared_ptr<Graph> g, bool pack_weights) {
+      .def(py::init([](std::shared_ptr<Graph> g, bool pack_weights, std::shared_ptr<ChoiceCache> choices) {
         if (!pack_weights) g->disable_weight_packing();
+        if (choices) g->set_choice_cache(std::move(choices));
         g->freeze();
         return std::make_shared<Executable>(g);
-      }), py::arg("graph"), py::arg("pack_weights") = true)
+      }), py::arg("graph"), py::arg("pack_weights") = true, py::arg("choice_cache") = nullptr)
       .def("run", [](const Executable& e, py::sequence inputs) { return run_releasing_gil(e, to_ivalues(inputs)); })
       // exe(*args): what Dynamo calls on the direct inference path (backend/direct_call.py).
       .def("__call__", [](const Executable& e, py::args inputs) { return run_releasing_gil(e, to_ivalues(inputs)); })

@@ -57,7 +57,7 @@ at::Tensor to_cl(const at::Tensor& t) { return channels_last(t) ? t : empty_cl(t
 struct ConvEntry {
   dnnl::primitive_desc pd;
   dnnl::primitive prim;
-  std::string impl, impl_note;
+  std::string key, impl, impl_note;  // key: the call signature (raw bytes)
   std::atomic<int> choice{kUndecided};  // oneDNN or ATen, decided at the signature's first call
   memory::desc src_plain, bias_md;
   std::optional<dnnl::reorder> src_reorder;  // input layout → the primitive's, when they differ

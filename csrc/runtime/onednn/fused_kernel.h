@@ -35,6 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/choice_cache.h"
 #include "runtime/host.h"
 #include "runtime/kernel.h"
 #include "runtime/onednn/common.h"
@@ -45,7 +46,7 @@ namespace fxcpp::onednn {
 enum Choice : int { kUndecided = -1, kOnednn = 0, kAten = 1 };
 
 // Entry: a kernel's per-signature primitive, with `pd`, `std::shared_ptr<const PackedWeights>
-// packed`, `std::string impl` and `std::atomic<int> choice` (a Choice).
+// packed`, `std::string key, impl` and `std::atomic<int> choice` (a Choice).
 template <typename Entry>
 class FusedKernel : public Kernel {
  public:
@@ -149,6 +150,20 @@ class FusedKernel : public Kernel {
       drop_pack(e);
       return reference(stack);
     }
+    // An earlier process measured this signature (Options.cache): take its choice.
+    if (f_.choice_cache) {
+      const int cached = f_.choice_cache->lookup(name_, e.key);
+      if (cached == kOnednn || cached == kAten) {
+        e.choice.store(cached);
+        last_choice_.store(cached);
+        ++measured_;
+        note(cached == kOnednn ? e.impl_note + "; as an earlier process measured (choice cache)"
+                               : "aten: eager's ops were faster when an earlier process measured (choice cache; " + e.impl + ")");
+        if (cached == kOnednn) return run_once(false);
+        drop_pack(e);
+        return reference(stack);
+      }
+    }
     using clock = std::chrono::steady_clock;
     auto timed = [](auto&& f) {
       auto t0 = clock::now();
@@ -177,6 +192,7 @@ class FusedKernel : public Kernel {
     e.choice.store(aten ? kAten : kOnednn);
     last_choice_.store(aten ? kAten : kOnednn);
     ++measured_;
+    if (f_.choice_cache) f_.choice_cache->record(name_, e.key, aten ? kAten : kOnednn);
     char buf[96];
     std::snprintf(buf, sizeof buf, "measured %.0f us vs eager's %.0f us", t_mine, t_eager);
     note(aten ? std::string("aten: eager's ops were faster, ") + buf + " (" + e.impl + ")" : e.impl_note + "; " + buf);
@@ -201,6 +217,7 @@ class FusedKernel : public Kernel {
       if (it != cache_.end()) return it->second;
     }
     std::shared_ptr<Entry> e = build();
+    e->key = key;
     const bool primitive = e->impl.empty();
     if (primitive) {
       ++stats().primitives;

@@ -46,7 +46,7 @@ GemvPolicy gemv_policy() {
 struct MatmulEntry {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul prim;
-  std::string impl, impl_note;
+  std::string key, impl, impl_note;  // key: the call signature (raw bytes)
   std::atomic<int> choice{kUndecided};  // ours (oneDNN or the GEMV) or ATen, decided at the first call
   std::vector<BinaryArg> binary;
   std::shared_ptr<const PackedWeights> packed;  // swapped under the kernel's lock when a source changes

@@ -1,0 +1,48 @@
+// First-call kernel choices that outlive the process (Options.cache). At a call signature's
+// first call a oneDNN kernel times its path against eager's ATen ops and keeps the faster
+// (fused_kernel.h); that measurement is most of a warm process's first call on a large model.
+// A ChoiceCache is one file per compiled partition, named by the key of everything the choice
+// depends on (the graph, the input metas, the options, fxcpp/torch/oneDNN builds, this host's
+// ISA and thread count; backend/choice_cache.py makes it). A warm start reads each node's
+// choice from it instead of measuring again.
+//
+// A choice only picks between two paths that give the same result, so an entry can cost
+// speed, never correctness. Still, a file is trusted only whole: its first line must name the
+// key, and every other line must parse ("<choice> <node> <hex signature>", appended as choices
+// are made). Anything else (truncated, corrupt, another key) is reported by warning(), and
+// the file is started afresh. I/O errors only disable the cache; nothing here throws.
+#pragma once
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace fxcpp {
+
+class ChoiceCache {
+ public:
+  ChoiceCache(std::string path, std::string key);
+  // The choice recorded for a node's call signature (raw bytes), or -1.
+  int lookup(const std::string& node, const std::string& signature);
+  void record(const std::string& node, const std::string& signature, int choice);
+
+  const std::string& path() const { return path_; }
+  const std::string& warning() const { return warning_; }  // empty unless a file was ignored
+  int loaded() const { return loaded_; }
+  int hits() const;
+  int recorded() const;
+
+ private:
+  void load();
+  void start_afresh();
+  bool append(const std::string& text);
+
+  const std::string path_, key_;
+  std::string warning_;
+  int loaded_ = 0;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, int> choices_;  // node + '\0' + hex signature -> choice
+  int hits_ = 0, recorded_ = 0;
+  bool writable_ = true;
+};
+
+}  // namespace fxcpp
