@@ -29,20 +29,26 @@ def child(a: dict) -> dict:
 
     from . import suite
 
-    spec = next(s for s in suite.SUITE if s.name == a["model"])
+    spec = next(s for s in suite.SUITE + suite.TINY if s.name == a["model"])
     model, inputs = spec.build(a["batch"])
     import warnings
 
     import fxcpp  # noqa: F401 - imported before the clock starts, as a service would
     from torch._dynamo.utils import compilation_time_metrics  # {name: [seconds, ...]} (dynamo_timed)
 
-    with warnings.catch_warnings(record=True) as caught:
+    from fxcpp.explain import recording
+
+    graphs: list = []
+    with warnings.catch_warnings(record=True) as caught, recording(graphs):
         warnings.simplefilter("always")
         t0 = time.perf_counter()
         compiled = torch.compile(model, backend="fxcpp")
         with torch.no_grad():
             out = suite.call(spec, compiled, inputs)
         first_s = time.perf_counter() - t0
+    # What the choice caches of this process's partitions did: choices taken, choices written.
+    caches = [p.choices for g in graphs for p in ([g.single] if getattr(g, "single", None) else
+                                                  list(getattr(g, "partitions", {}).values())) if p.choices]
     with torch.no_grad():
         t1 = time.perf_counter()
         suite.call(spec, compiled, inputs)
@@ -55,6 +61,7 @@ def child(a: dict) -> dict:
     return {"first_s": first_s, "second_s": second_s,
             "dynamo_s": times.get("_compile.compile_inner", 0.0),
             "aot_s": times.get("create_aot_dispatcher_function", 0.0),
+            "cache_hits": sum(c.hits for c in caches), "cache_recorded": sum(c.recorded for c in caches),
             "matches_eager": bool(torch.allclose(out0, ref0, rtol=1e-3, atol=1e-3)),
             "warnings": [str(w.message)[:200] for w in caught if "choice cache" in str(w.message)]}
 
