@@ -4,8 +4,11 @@ PIP := $(PY) -m pip
 # Pinned: any unpinned torch request would pull a CUDA build (see README).
 # oneDNN: the CPU-only GNU-OpenMP build, so it shares torch's libgomp (one thread pool); -devel has headers + CMake config.
 # transformers (no torch requirement of its own): the decoding test builds GPT-2 and LLaMA from configs.
+# ONNX Runtime (with onnx + onnxscript, torch.onnx's dynamo exporter) and OpenVINO: the harness's
+# serving peers (benchmarks/peers.py), tested on the tiny model.
 DEPS := torch==2.13.0 pytest==9.0.3 expecttest==0.3.0 numpy tqdm==4.70.1 matplotlib==3.11.2 \
-        onednn-cpu-gomp==2023.2.0 onednn-devel-cpu-gomp==2023.2.0 transformers==5.23.0
+        onednn-cpu-gomp==2023.2.0 onednn-devel-cpu-gomp==2023.2.0 transformers==5.23.0 \
+        onnxruntime==1.32.0 onnx==1.23.2 onnxscript==0.7.2 openvino==2026.4.1
 # The benchmark suite builds models from transformers configs (no weights); transformers does not require torch.
 BENCH_DEPS := transformers==5.23.0
 DEPS_STAMP := build/.deps-$(shell echo $(DEPS) | md5sum | cut -c1-8)

@@ -14,6 +14,7 @@ class Config:
     compile: Callable[[Callable], Callable]   # fn -> compiled fn
     inductor_patches: dict = field(default_factory=dict)  # torch._inductor.config while compiling
     uses_inductor: bool = False
+    takes_module: bool = False  # compile() gets a suite.CallModule, not a function (exporters need one)
 
     def compile_context(self):
         if not self.inductor_patches:
@@ -31,6 +32,21 @@ def _compile(**kw):
     return lambda fn: torch.compile(fn, **kw)
 
 
+def _peers():
+    from . import peers  # imports onnxruntime / openvino only when a peer is asked for
+
+    return peers
+
+
+def target(cfg: Config, spec, model):
+    """What cfg.compile takes for this case: the model behind a CallModule, or a function."""
+    from . import suite
+
+    if cfg.takes_module:
+        return suite.CallModule(spec, model)
+    return lambda *a: suite.call(spec, model, a)
+
+
 CONFIGS: dict[str, Config] = {c.name: c for c in [
     Config("eager", _eager),
     Config("inductor", _compile(), uses_inductor=True),
@@ -45,6 +61,10 @@ CONFIGS: dict[str, Config] = {c.name: c for c in [
     Config("fxcpp_unpacked", _compile(backend="fxcpp", options={"pack_weights": False})),
     # Dynamo + aot_autograd running eager's ops: the memory and compile time any backend starts from.
     Config("aot_eager", _compile(backend="aot_eager")),
+    # What a serving team would pick instead (benchmarks/peers.py).
+    Config("onnxruntime", lambda m: _peers().OnnxRuntime(m), takes_module=True),
+    Config("openvino", lambda m: _peers().OpenVino(m), takes_module=True),
+    Config("openvino_compile", lambda m: _peers().openvino_torch_compile(m), takes_module=True),
 ]}
 
 DEFAULTS = {

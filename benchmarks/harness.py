@@ -116,7 +116,7 @@ def run_case(spec, batch, dtype_name, device, configs, args) -> list[dict]:
             try:
                 torch._dynamo.reset()
                 graphs = []
-                fn = cfg.compile(lambda *a, m=own: suite.call(spec, m, a))
+                fn = cfg.compile(cfgs.target(cfg, spec, own))
                 # Cold only when this process has not compiled the model before; see isolated.py.
                 out, rec["compile_s_cold"] = first_call(cfg, fn, inputs, device, graphs)
                 if cfg.name.startswith("fxcpp"):
@@ -124,7 +124,7 @@ def run_case(spec, batch, dtype_name, device, configs, args) -> list[dict]:
 
                     rec["kernel_counts"] = Report(graphs).kernel_counts
                 torch._dynamo.reset()  # warm: Dynamo starts over, on-disk caches stay
-                fn = cfg.compile(lambda *a, m=own: suite.call(spec, m, a))
+                fn = cfg.compile(cfgs.target(cfg, spec, own))
                 out, rec["compile_s_warm"] = first_call(cfg, fn, inputs, device)
             except Exception as e:  # noqa: BLE001 - a configuration that fails is reported, not fatal
                 rec.update(status="compile_error", error=f"{type(e).__name__}: {str(e).splitlines()[0][:300]}")

@@ -54,7 +54,7 @@ def main() -> int:
     model, inputs = spec.build(a["batch"])
     model, inputs = suite.to_dtype(model, inputs, DTYPES[a["dtype"]], a["device"])
     cfg = configs.CONFIGS[a["config"]]
-    fn = cfg.compile(lambda *x: suite.call(spec, model, x))
+    fn = cfg.compile(configs.target(cfg, spec, model))
     since = "model built" if reset_peak_rss() else "process start"
     with torch.no_grad():
         t0 = time.perf_counter()

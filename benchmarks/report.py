@@ -6,6 +6,8 @@ import math
 import os
 
 INDUCTOR_PREFIX = "inductor"
+# What a serving team would run instead of a torch.compile backend (benchmarks/peers.py).
+SERVING_PEERS = ("onnxruntime", "openvino", "openvino_compile")
 
 
 def progress(items, desc):
@@ -31,7 +33,7 @@ def summarize(records: list[dict], config_names: list[str]) -> dict:
     accuracy failure never counts as a speedup), and fxcpp's time / the best Inductor's."""
     geo = {c: _geomean([r.get("speedup") for r in records if r["config"] == c and r["status"] == "ok"])
            for c in config_names}
-    ratios = {}
+    ratios, peer_ratios = {}, {}
     for case in sorted({_case(r) for r in records}):
         rs = [r for r in records if _case(r) == case and r["status"] == "ok" and r.get("latency_ms_median")]
         fx = next((r for r in rs if r["config"] == "fxcpp"), None)
@@ -40,7 +42,13 @@ def summarize(records: list[dict], config_names: list[str]) -> dict:
             best = min(ind, key=lambda r: r["latency_ms_median"])
             ratios["/".join(map(str, case))] = {"fxcpp_over_best_inductor": fx["latency_ms_median"] / best["latency_ms_median"],
                                                 "best_inductor": best["config"]}
-    return {"geomean_speedup": geo, "fxcpp_vs_best_inductor": ratios,
+        # The best peer that ran the case correctly: any configuration but eager and fxcpp's own.
+        peers = [r for r in rs if r["config"] != "eager" and not r["config"].startswith("fxcpp")]
+        if fx and peers and any(r["config"] in SERVING_PEERS for r in rs):
+            best = min(peers, key=lambda r: r["latency_ms_median"])
+            peer_ratios["/".join(map(str, case))] = {"fxcpp_over_best_peer": fx["latency_ms_median"] / best["latency_ms_median"],
+                                                     "best_peer": best["config"]}
+    return {"geomean_speedup": geo, "fxcpp_vs_best_inductor": ratios, "fxcpp_vs_best_peer": peer_ratios,
             "failures": [{k: r.get(k) for k in ("model", "batch", "dtype", "config", "status", "error")}
                          for r in records if r["status"] != "ok"]}
 
@@ -58,7 +66,8 @@ def markdown(results: dict) -> str:
              f"Host ISA: {(meta.get('host') or {}).get('summary', ', '.join(meta.get('isa_flags', [])))}",
              f"Command: `{meta['command']}`", "",
              "Latency: median ms (speedup over eager); ✗ accuracy failure, ! compile/run error.", ""]
-    head = ["model", "batch", "dtype"] + configs + ["fxcpp / best inductor"]
+    peers = bool(summ.get("fxcpp_vs_best_peer"))
+    head = ["model", "batch", "dtype"] + configs + ["fxcpp / best inductor"] + (["fxcpp / best peer"] if peers else [])
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for case in sorted({_case(r) for r in recs}, key=lambda c: (c[0], c[1], c[2])):
         cells = list(map(str, case))
@@ -73,6 +82,9 @@ def markdown(results: dict) -> str:
                 cells.append(f"{_fmt(r.get('latency_ms_median'), '.3f')} ({_fmt(r.get('speedup'))}x){mark}")
         ratio = summ["fxcpp_vs_best_inductor"].get("/".join(map(str, case)))
         cells.append(_fmt(ratio and ratio["fxcpp_over_best_inductor"]))
+        if peers:
+            pr = summ["fxcpp_vs_best_peer"].get("/".join(map(str, case)))
+            cells.append(f"{_fmt(pr['fxcpp_over_best_peer'])} ({pr['best_peer']})" if pr else "")
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Geometric-mean speedup over eager (correct cases only): " +
               ", ".join(f"{c} {_fmt(g)}x" for c, g in summ["geomean_speedup"].items()), ""]

@@ -27,6 +27,18 @@ def call(spec: ModelSpec, model: nn.Module, inputs: tuple):
     return model(*inputs, **spec.call_kwargs)
 
 
+class CallModule(nn.Module):
+    """The model called as suite.call calls it, as an nn.Module (what exporters take)."""
+
+    def __init__(self, spec: ModelSpec, model: nn.Module):
+        super().__init__()
+        self.model = model
+        self.kwargs = dict(spec.call_kwargs)
+
+    def forward(self, *inputs):
+        return self.model(*inputs, **self.kwargs)
+
+
 # ---- written in the repo ----
 
 class MLP(nn.Module):
