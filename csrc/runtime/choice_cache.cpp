@@ -41,15 +41,14 @@ ChoiceCache::ChoiceCache(std::string path, std::string key) : path_(std::move(pa
 
 void ChoiceCache::load() {
   std::ifstream f(path_, std::ios::binary);
-  if (!f) return start_afresh();  // no file yet
+  if (!f) return;  // no file yet: made at the first choice (a graph without oneDNN nodes makes none)
   std::stringstream ss;
   ss << f.rdbuf();
   const std::string text = ss.str();
   auto fail = [&](const std::string& why) {
     choices_.clear();
     warning_ = "ignored the choice cache file " + path_ + " (" + why + "); measuring again";
-    start_afresh();
-  };
+  };  // the file is started afresh at the first choice
   const std::string header = kMagic + key_ + "\n";
   if (text.compare(0, header.size(), header) != 0) return fail("not written for this graph, build and host");
   if (text.back() != '\n') return fail("truncated");
@@ -65,6 +64,7 @@ void ChoiceCache::load() {
     choices_[node + '\0' + sig] = choice;
   }
   loaded_ = static_cast<int>(choices_.size());
+  file_ok_ = true;
 }
 
 void ChoiceCache::start_afresh() {
@@ -78,6 +78,7 @@ void ChoiceCache::start_afresh() {
     std::remove(tmp.c_str());
     writable_ = false;
   }
+  file_ok_ = writable_;
 }
 
 bool ChoiceCache::append(const std::string& text) {
@@ -104,6 +105,7 @@ void ChoiceCache::record(const std::string& node, const std::string& signature, 
   auto [it, inserted] = choices_.emplace(node + '\0' + sig, choice);
   if (!inserted && it->second == choice) return;
   it->second = choice;
+  if (writable_ && !file_ok_) start_afresh();
   if (!writable_) return;
   if (append(std::to_string(choice) + " " + node + " " + sig + "\n"))
     ++recorded_;

@@ -10,7 +10,8 @@
 // speed, never correctness. Still, a file is trusted only whole: its first line must name the
 // key, and every other line must parse ("<choice> <node> <hex signature>", appended as choices
 // are made). Anything else (truncated, corrupt, another key) is reported by warning(), and
-// the file is started afresh. I/O errors only disable the cache; nothing here throws.
+// the file is started afresh at the first choice made. I/O errors only disable the cache;
+// nothing here throws.
 #pragma once
 #include <mutex>
 #include <string>
@@ -43,6 +44,7 @@ class ChoiceCache {
   std::unordered_map<std::string, int> choices_;  // node + '\0' + hex signature -> choice
   int hits_ = 0, recorded_ = 0;
   bool writable_ = true;
+  bool file_ok_ = false;  // the file on disk holds our header (else the first record rewrites it)
 };
 
 }  // namespace fxcpp

@@ -164,3 +164,11 @@ def test_fxcpp_cache_dir_environment_variable(tmp_path, monkeypatch):
     with torch.no_grad():
         fxcpp.explain(model, x)
     assert len(_files(tmp_path / "env")) == 1
+
+
+def test_a_graph_without_a_measured_kernel_writes_no_file(tmp_path):
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x: torch.relu(x) * 2 + 1, backend="fxcpp", options={"cache_dir": str(tmp_path)})
+    x = torch.randn(64)
+    assert_same(torch.relu(x) * 2 + 1, compiled(x))
+    assert not _files(tmp_path)
