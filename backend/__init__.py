@@ -9,6 +9,7 @@ import os as _os
 import torch  # noqa: F401  (loads libtorch before our extension)
 
 from . import _C  # noqa: F401
+from . import precompile  # noqa: F401  (fxcpp.precompile.keep_serializable_guards_unsafe)
 from .compiled import FxcppCompileError
 from .compiler import backend, compile  # noqa: A004
 from .explain import Report, explain

@@ -22,7 +22,7 @@ from torch.utils import _pytree as pytree
 
 from torch._dynamo.exc import RestartAnalysis
 
-from . import partition
+from . import partition, precompile
 from .direct_call import direct_call
 from .compiled import CompiledAtenGraph, EagerFallback, FxcppCompileError, InterpretedGraph, dump
 from .options import Options
@@ -100,6 +100,10 @@ def backend(gm: fx.GraphModule, example_inputs, *, mode=None, options=None):
     opts = Options.parse(options)
     if mode not in (None, "default"):
         log.info("fxcpp: mode=%r has no effect yet; compiling with the defaults", mode)
+    if precompile.precompiling():  # torch's aot_compile asks for something it can save
+        with precompile.compiling_plainly():
+            fn = _compile_torch_graph(gm, example_inputs, opts, gm.forward)
+        return precompile.PrecompiledGraph.of(gm, opts, fn)
     return _compile_torch_graph(gm, example_inputs, opts, gm.forward)
 
 

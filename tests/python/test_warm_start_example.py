@@ -16,7 +16,11 @@ from fxcpp import _C  # noqa: E402
 @pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0): no choices to cache")
 def test_warm_start_runs_and_checks_itself(tmp_path):
     res = warm_start.main(["--models", "tiny_mlp", "--batches", "2", "--rounds", "1", "--out", str(tmp_path)])
-    (rec,) = res["records"]
+    rec, pre = res["records"]
+    assert (rec["mode"], pre["mode"]) == ("torch.compile", "precompile")
+    # precompile: the warm process loads the saved function: no Dynamo trace, choices from the cache.
+    assert pre["cold"][0]["dynamo_s"] > 0 and pre["warm"][0]["dynamo_s"] == 0, pre
+    assert pre["warm"][0]["cache_hits"] == 2 and pre["warm"][0]["matches_eager"] and pre["outputs_identical"], pre
     assert rec["outputs_identical"] and rec["cold"][0]["matches_eager"] and rec["warm"][0]["matches_eager"]
     assert not rec["cold"][0]["warnings"] and not rec["warm"][0]["warnings"]
     cold, warm = rec["cold"][0], rec["warm"][0]

@@ -1,0 +1,114 @@
+"""Precompile: torch's aot_compile (experimental in torch 2.11-2.13) saves a Dynamo-traced
+function with its guards and its backend's artifact, so a new process skips Dynamo's trace.
+
+    def f(model, x):  # the model is an argument: its weights are inputs, never saved
+        return model(x)
+
+    compiled = torch.compile(f, fullgraph=True, backend="fxcpp",
+                             options={"guard_filter_fn": fxcpp.precompile.keep_serializable_guards_unsafe})
+    compiled.aot_compile(((model, x), {})).save_compiled_function(path)
+    ... later, in a fresh process:
+    f = torch.compiler.load_compiled_function(open(path, "rb"))
+    f(model, x)
+
+torch asks the backend for a SerializableCallable. Ours stores the Dynamo graph (no tensor
+values: placeholders keep only their metadata) and the Options; a loaded one runs aot_autograd
+and fxcpp's compile at its first call, on that call's inputs. Weights are never stored: they are
+the function's inputs. fxcpp's own part of that first call is then cheap, since the choice
+cache holds its measurements.
+"""
+from __future__ import annotations
+
+import pickle
+import threading
+
+import torch
+import torch.fx as fx
+
+try:
+    from torch._dynamo.aot_compile_types import SerializableCallable
+except ImportError:  # a torch without aot_compile: nothing here is ever used
+    SerializableCallable = object
+
+FORMAT = 1
+
+
+def precompiling() -> bool:
+    """Whether the backend is being called by aot_compile (which sets this flag only there)."""
+    return bool(getattr(torch._functorch.config, "bypass_autograd_cache_key", False))
+
+
+def compiling_plainly():
+    """aot_compile makes aot_autograd insist on its own cache's artifact types; fxcpp's graph
+    is compiled as usual inside it, and saved by PrecompiledGraph instead."""
+    return torch._functorch.config.patch(force_autograd_cache=False, strict_autograd_cache=False,
+                                         bundled_autograd_cache=False, bypass_autograd_cache_key=False)
+
+
+def keep_serializable_guards_unsafe(entries) -> list[bool]:
+    """A guard_filter_fn for aot_compile: drops the guards a saved function cannot carry (on
+    globals, and those matching an object's identity, such as ID_MATCH on a model's config
+    object, directly or as part of another guard). Unsafe as torch's skip_guard_*_unsafe
+    filters are: the caller promises to pass the same kind of module, configured the same.
+    Weights are safe either way, since they are inputs of the saved graph."""
+    from torch._dynamo.guards import CheckFunctionManager
+
+    bad = set(CheckFunctionManager.UNSUPPORTED_SERIALIZATION_GUARD_TYPES)
+    return [not (g.is_global or g.guard_type in bad or any(t in bad for t in (g.derived_guard_types or ())))
+            for g in entries]
+
+
+def _static_inputs(gm: fx.GraphModule) -> set:
+    """The placeholder positions Dynamo marked as parameters or buffers."""
+    return {i for i, n in enumerate(gm.graph.find_nodes(op="placeholder"))
+            if n.meta.get("tensor_dict", {}).get("_dynamo_static_input_type")}
+
+
+class PrecompiledGraph(SerializableCallable):
+    def __init__(self, graph_module: fx.GraphModule, options, static: set, fn=None):
+        self.graph_module, self.options, self.static, self.fn = graph_module, options, set(static), fn
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, gm: fx.GraphModule, options, fn) -> "PrecompiledGraph":
+        return cls(gm, options, _static_inputs(gm), fn)
+
+    @classmethod
+    def serialize_compile_artifacts(cls, fn: "PrecompiledGraph") -> bytes:
+        from torch.fx._graph_pickler import GraphPickler
+        from torch.fx._graph_pickler import Options as PicklerOptions
+
+        gm = fn.graph_module
+        for node in gm.graph.nodes:  # what torch's own GraphModuleSerializableCallable drops
+            for k in ("nn_module_stack", "source_fn_stack", "example_value"):
+                node.meta.pop(k, None)
+        return pickle.dumps({"format": FORMAT, "graph_module": GraphPickler.dumps(gm, PicklerOptions(ops_filter=None)),
+                             "options": fn.options, "static": sorted(fn.static)})
+
+    @classmethod
+    def deserialize_compile_artifacts(cls, data: bytes) -> "PrecompiledGraph":
+        from torch._subclasses import FakeTensorMode
+        from torch.fx._graph_pickler import GraphPickler
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+        state = pickle.loads(data)
+        if not isinstance(state, dict) or state.get("format") != FORMAT:
+            raise RuntimeError("fxcpp: this precompiled artifact was written by another fxcpp version")
+        gm = GraphPickler.loads(state["graph_module"], FakeTensorMode(shape_env=ShapeEnv()))
+        gm.recompile()
+        # Dynamo's placeholder sources do not survive pickling; without this mark aot takes the
+        # graph as not Dynamo's, and the static inputs come from `static` instead.
+        gm.meta.pop("dynamo_compile_id", None)
+        return cls(gm, state["options"], set(state["static"]))
+
+    def __call__(self, *args):
+        fn = self.fn
+        if fn is None:
+            with self._lock:
+                if self.fn is None:
+                    from .compiler import _compile_torch_graph
+
+                    gm = self.graph_module
+                    self.fn = _compile_torch_graph(gm, list(args), self.options, gm.forward, self.static)
+                fn = self.fn
+        return fn(*args)

@@ -1,0 +1,75 @@
+"""Precompile (backend/precompile.py): torch's aot_compile saves a function compiled by fxcpp,
+and a fresh process loads and runs it without Dynamo tracing; weights are the function's
+inputs, so they are never saved and a changed weight is seen."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torch.nn as nn
+
+import fxcpp
+from helpers import assert_same
+
+pytestmark = pytest.mark.skipif(not hasattr(torch.compiler, "load_compiled_function"), reason="torch has no aot_compile")
+
+
+def _model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 8 * 8, 10)).eval()
+
+
+def f(model, x):
+    return model(x).softmax(-1)
+
+
+def test_saved_in_one_process_runs_in_another_without_dynamo(tmp_path):
+    model, x = _model(), torch.randn(2, 3, 8, 8)
+    path = tmp_path / "f.pt2"
+    opts = {"guard_filter_fn": fxcpp.precompile.keep_serializable_guards_unsafe, "cache_dir": str(tmp_path)}
+    with torch.no_grad():
+        saved = torch.compile(f, fullgraph=True, backend="fxcpp", options=opts).aot_compile(((model, x), {}))
+        assert isinstance(saved._artifacts.compiled_fn, fxcpp.precompile.PrecompiledGraph)
+        assert_same(f(model, x), saved(model, x))
+        saved.save_compiled_function(str(path))
+    torch.save({"model": model.state_dict(), "x": x}, tmp_path / "data.pt")
+    script = textwrap.dedent(f"""
+        import sys, torch
+        sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+        import fxcpp, test_precompile as t
+        from torch._dynamo.utils import compilation_time_metrics
+        data = torch.load({str(tmp_path / "data.pt")!r})
+        model = t._model()
+        model.load_state_dict(data["model"])
+        x = data["x"]
+        with torch.no_grad():
+            loaded = torch.compiler.load_compiled_function(open({str(path)!r}, "rb"))
+            torch.testing.assert_close(loaded(model, x), t.f(model, x))
+            model[0].weight.data.mul_(2)  # a weight changed: seen, it is an input
+            torch.testing.assert_close(loaded(model, x), t.f(model, x))
+            other = t._model()  # another model of the same kind: its own weights are used
+            torch.nn.init.normal_(other[3].weight)
+            torch.testing.assert_close(loaded(other, x), t.f(other, x))
+        assert "bytecode_tracing" not in compilation_time_metrics, sorted(compilation_time_metrics)
+        print("OK")
+    """)
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "FXCPP_CACHE_DIR": str(tmp_path)})
+    assert p.returncode == 0 and "OK" in p.stdout, p.stderr[-3000:]
+
+
+def test_plain_torch_compile_gets_a_plain_callable():
+    model, x = _model(), torch.randn(2, 3, 8, 8)
+    seen = []
+    from fxcpp.compiler import backend
+
+    def spy(gm, example_inputs):
+        fn = backend(gm, example_inputs)
+        seen.append(fn)
+        return fn
+
+    with torch.no_grad():
+        assert_same(f(model, x), torch.compile(f, backend=spy)(model, x))
+    assert seen and not any(isinstance(fn, fxcpp.precompile.PrecompiledGraph) for fn in seen)
