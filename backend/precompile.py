@@ -41,8 +41,9 @@ def precompiling() -> bool:
 def compiling_plainly():
     """aot_compile makes aot_autograd insist on its own cache's artifact types; fxcpp's graph
     is compiled as usual inside it, and saved by PrecompiledGraph instead."""
-    return torch._functorch.config.patch(force_autograd_cache=False, strict_autograd_cache=False,
-                                         bundled_autograd_cache=False, bypass_autograd_cache_key=False)
+    cfg = torch._functorch.config
+    flags = ("force_autograd_cache", "strict_autograd_cache", "bundled_autograd_cache", "bypass_autograd_cache_key")
+    return cfg.patch({k: False for k in flags if hasattr(cfg, k)})  # a torch without one never sets it
 
 
 def keep_serializable_guards_unsafe(entries) -> list[bool]:
