@@ -4,6 +4,7 @@ function with its guards and its backend's artifact, so a new process skips Dyna
     def f(model, x):  # the model is an argument: its weights are inputs, never saved
         return model(x)
 
+    torch._dynamo.config.enable_aot_compile = True  # the default from torch 2.13, off in 2.11
     compiled = torch.compile(f, fullgraph=True, backend="fxcpp",
                              options={"guard_filter_fn": fxcpp.precompile.keep_serializable_guards_unsafe})
     compiled.aot_compile(((model, x), {})).save_compiled_function(path)

@@ -54,7 +54,8 @@ def child(a: dict) -> dict:
                 out = suite.call(spec, compiled, inputs)
             elif a["phase"] == "cold":  # trace, compile, save: what a build step does once
                 opts = {"guard_filter_fn": fxcpp.precompile.keep_serializable_guards_unsafe}
-                saved = torch.compile(f, fullgraph=True, backend="fxcpp", options=opts).aot_compile(((model, *inputs), {}))
+                with torch._dynamo.config.patch(enable_aot_compile=True):  # off by default in torch 2.11
+                    saved = torch.compile(f, fullgraph=True, backend="fxcpp", options=opts).aot_compile(((model, *inputs), {}))
                 out = saved(model, *inputs)
                 saved.save_compiled_function(a["artifact"])
             else:  # a fresh process loads it: no Dynamo trace

@@ -29,7 +29,7 @@ def test_saved_in_one_process_runs_in_another_without_dynamo(tmp_path):
     model, x = _model(), torch.randn(2, 3, 8, 8)
     path = tmp_path / "f.pt2"
     opts = {"guard_filter_fn": fxcpp.precompile.keep_serializable_guards_unsafe, "cache_dir": str(tmp_path)}
-    with torch.no_grad():
+    with torch.no_grad(), torch._dynamo.config.patch(enable_aot_compile=True):  # off by default in torch 2.11
         saved = torch.compile(f, fullgraph=True, backend="fxcpp", options=opts).aot_compile(((model, x), {}))
         assert isinstance(saved._artifacts.compiled_fn, fxcpp.precompile.PrecompiledGraph)
         assert_same(f(model, x), saved(model, x))
