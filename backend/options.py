@@ -27,7 +27,8 @@ class Options:
     # Keep a packed copy of each parameter a oneDNN kernel reads (conv, linear), laid out for
     # it: fastest, but the process holds those weights twice. False: weights are read where
     # they lie (a linear) or reordered at every call into a per-thread buffer (a conv), so
-    # memory stays near eager's; 5-20% slower on weight-bound models (README, "Serving").
+    # memory stays near eager's; 6-17% slower on the transformers, 8-143% on convs at batch 1
+    # (the per-call reorder; README, "Serving").
     pack_weights: bool = True
     # Keep each oneDNN kernel's first-call choice (its path or eager's, timed) in a file, so a
     # new process reuses it instead of timing again (backend/choice_cache.py; README, "Serving").
