@@ -22,7 +22,7 @@ import warnings
 import torch
 import torch.fx as fx
 
-from . import _C
+from . import _C, lowering
 from .options import Options
 
 log = logging.getLogger("fxcpp")
@@ -55,14 +55,9 @@ def _build_and_host() -> str:
 
 
 def _input_metas(gm: fx.GraphModule) -> list[str]:
-    metas = []
-    for n in gm.graph.find_nodes(op="placeholder"):
-        v = n.meta.get("val")
-        if isinstance(v, torch.Tensor):
-            metas.append(f"{v.dtype}{tuple(v.shape)}{v.stride()}{v.device}")
-        else:
-            metas.append(repr(v))
-    return metas
+    """Each input's (dtype, sizes, strides, device) as the lowering reads it; repr of a non-tensor."""
+    return [repr(lowering._meta_of(v) if isinstance(v, torch.Tensor) else v)
+            for v in (n.meta.get("val") for n in gm.graph.find_nodes(op="placeholder"))]
 
 
 def key(gm: fx.GraphModule, opts: Options, label: str, static) -> str:

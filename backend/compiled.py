@@ -134,6 +134,12 @@ class InterpretedGraph:
         return interpret(self, self.parent, args)
 
 
+def dynamo_static_indices(gm: fx.GraphModule) -> set:
+    """The placeholder positions Dynamo marked as parameters or buffers (in a torch-level graph)."""
+    return {i for i, n in enumerate(gm.graph.find_nodes(op="placeholder"))
+            if n.meta.get("tensor_dict", {}).get("_dynamo_static_input_type")}
+
+
 def static_inputs(gm: fx.GraphModule, kind: str, hint: set | None) -> set:
     """The placeholder positions holding parameters and buffers (the same tensor every call).
 
@@ -182,6 +188,10 @@ class CompiledAtenGraph:
         log.debug("fxcpp: compiled the %s graph (%d nodes) in %.1f ms", kind, len(gm.graph.nodes),
                   (time.perf_counter() - t0) * 1e3)
         record(self)
+
+    def cpp_partitions(self) -> list:
+        """Its C++ partitions (one when the whole graph runs in C++)."""
+        return [self.single] if self.single is not None else list(self.partitions.values())
 
     def _build_split(self, dump_subdir):
         # Before the split rewrites it: the position of each of the graph's placeholders.

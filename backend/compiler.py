@@ -9,6 +9,7 @@ compile(gm, example_inputs)  any GraphModule (symbolic_trace output, hand-edited
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import logging
 import threading
@@ -24,7 +25,7 @@ from torch._dynamo.exc import RestartAnalysis
 
 from . import partition, precompile
 from .direct_call import direct_call
-from .compiled import CompiledAtenGraph, EagerFallback, FxcppCompileError, InterpretedGraph, dump
+from .compiled import CompiledAtenGraph, EagerFallback, dynamo_static_indices, FxcppCompileError, InterpretedGraph, dump
 from .options import Options
 
 log = logging.getLogger("fxcpp")
@@ -83,8 +84,8 @@ def _compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eage
 def _compile_with_opaque(gm: fx.GraphModule, opts: Options):
     """torch.fx.wrap functions stay in the parent graph (Interpreter); each traceable
     partition compiles through aot at its first call per input signature."""
-    static = {n.name for n in gm.graph.find_nodes(op="placeholder")
-              if n.meta.get("tensor_dict", {}).get("_dynamo_static_input_type")}  # parameters, buffers
+    placeholders = list(gm.graph.find_nodes(op="placeholder"))
+    static = {placeholders[i].name for i in dynamo_static_indices(gm)}  # parameters, buffers
     parent, names = partition.split_opaque(gm)
     for name in names:
         call = next(n for n in parent.graph.nodes if n.op == "call_module" and n.target == name)
@@ -100,11 +101,10 @@ def backend(gm: fx.GraphModule, example_inputs, *, mode=None, options=None):
     opts = Options.parse(options)
     if mode not in (None, "default"):
         log.info("fxcpp: mode=%r has no effect yet; compiling with the defaults", mode)
-    if precompile.precompiling():  # torch's aot_compile asks for something it can save
-        with precompile.compiling_plainly():
-            fn = _compile_torch_graph(gm, example_inputs, opts, gm.forward)
-        return precompile.PrecompiledGraph.of(gm, opts, fn)
-    return _compile_torch_graph(gm, example_inputs, opts, gm.forward)
+    saving = precompile.precompiling()  # torch's aot_compile asks for something it can save
+    with precompile.compiling_plainly() if saving else contextlib.nullcontext():
+        fn = _compile_torch_graph(gm, example_inputs, opts, gm.forward)
+    return precompile.PrecompiledGraph.of(gm, opts, fn) if saving else fn
 
 
 def _signature(args) -> tuple:

@@ -104,8 +104,7 @@ def rows_of(g) -> list[NodeRow]:
 
 
 def _peak_bytes(g) -> int | None:
-    parts = [g.single] if g.single is not None else list(g.partitions.values())
-    peaks = [p.exe.planned_peak_bytes() for p in parts]
+    peaks = [p.exe.planned_peak_bytes() for p in g.cpp_partitions()]
     return None if any(b < 0 for b in peaks) else sum(peaks)  # partitions run one after another
 
 

@@ -26,6 +26,8 @@ import threading
 import torch
 import torch.fx as fx
 
+from .compiled import dynamo_static_indices
+
 try:
     from torch._dynamo.aot_compile_types import SerializableCallable
 except ImportError:  # a torch without aot_compile: nothing here is ever used
@@ -60,12 +62,6 @@ def keep_serializable_guards_unsafe(entries) -> list[bool]:
             for g in entries]
 
 
-def _static_inputs(gm: fx.GraphModule) -> set:
-    """The placeholder positions Dynamo marked as parameters or buffers."""
-    return {i for i, n in enumerate(gm.graph.find_nodes(op="placeholder"))
-            if n.meta.get("tensor_dict", {}).get("_dynamo_static_input_type")}
-
-
 class PrecompiledGraph(SerializableCallable):
     def __init__(self, graph_module: fx.GraphModule, options, static: set, fn=None):
         self.graph_module, self.options, self.static, self.fn = graph_module, options, set(static), fn
@@ -73,7 +69,7 @@ class PrecompiledGraph(SerializableCallable):
 
     @classmethod
     def of(cls, gm: fx.GraphModule, options, fn) -> "PrecompiledGraph":
-        return cls(gm, options, _static_inputs(gm), fn)
+        return cls(gm, options, dynamo_static_indices(gm), fn)
 
     @classmethod
     def serialize_compile_artifacts(cls, fn: "PrecompiledGraph") -> bytes:

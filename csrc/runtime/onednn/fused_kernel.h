@@ -140,29 +140,27 @@ class FusedKernel : public Kernel {
   template <typename RunOnce>
   at::Tensor choose(Entry& e, const Stack& stack, RunOnce&& run_once) const {
     int c = e.choice.load();
+    bool cached = false;
     if (c == kUndecided && forced_ != kUndecided) c = forced_;
     if (c == kUndecided && measured_.load() >= kMaxMeasured) c = last_choice_.load();
+    // An earlier process measured this signature (Options.cache): take its choice.
+    if (c == kUndecided && f_.choice_cache && (c = f_.choice_cache->lookup(name_, e.key)) != kUndecided) {
+      cached = true;
+      last_choice_.store(c);
+      ++measured_;
+    }
     if (c != kUndecided) {
-      if (e.choice.exchange(c) == kUndecided)  // the signature's first call: say why
-        note(c == kOnednn ? e.impl_note
-                          : forced_ == kAten ? "aten: FXCPP_KERNEL_CHOICE=aten" : "aten: as measured for an earlier shape");
+      if (e.choice.exchange(c) == kUndecided) {  // the signature's first call: say why
+        if (cached)
+          note(c == kOnednn ? e.impl_note + "; as an earlier process measured (choice cache)"
+                            : "aten: eager's ops were faster when an earlier process measured (choice cache; " + e.impl + ")");
+        else
+          note(c == kOnednn ? e.impl_note
+                            : forced_ == kAten ? "aten: FXCPP_KERNEL_CHOICE=aten" : "aten: as measured for an earlier shape");
+      }
       if (c == kOnednn) return run_once(false);
       drop_pack(e);
       return reference(stack);
-    }
-    // An earlier process measured this signature (Options.cache): take its choice.
-    if (f_.choice_cache) {
-      const int cached = f_.choice_cache->lookup(name_, e.key);
-      if (cached == kOnednn || cached == kAten) {
-        e.choice.store(cached);
-        last_choice_.store(cached);
-        ++measured_;
-        note(cached == kOnednn ? e.impl_note + "; as an earlier process measured (choice cache)"
-                               : "aten: eager's ops were faster when an earlier process measured (choice cache; " + e.impl + ")");
-        if (cached == kOnednn) return run_once(false);
-        drop_pack(e);
-        return reference(stack);
-      }
     }
     using clock = std::chrono::steady_clock;
     auto timed = [](auto&& f) {
