@@ -1,9 +1,17 @@
 """Leak and soak (issue 13): a compiled model called 10^5 times, and 10^3 graphs compiled and
 discarded, keep the process flat after warm-up: RSS grows by less than 1%, no tensor stays
 alive on the Python side, the buffer pool holds no more than it did, and no weight is
-re-packed nor primitive rebuilt by calling again."""
+re-packed nor primitive rebuilt by calling again.
+
+Each soak runs in a fresh interpreter: what is measured is the model's process, not what the
+test session's earlier tests left behind (inside one full-suite run (a 1.5 GB process after
+1300 tests) RSS grew 1.2% and 1.7% over the same loops, not reproduced after a few test files
+nor alone; a call leaves no cyclic garbage.)"""
 import gc
 import linecache
+import os
+import subprocess
+import sys
 
 import torch
 import torch.fx
@@ -40,7 +48,7 @@ def _state():
     return _rss_mb(), _live_tensors(), fxcpp._C.cpu_fused_stats()["pool_cached_bytes"], fxcpp._C.onednn_stats()
 
 
-def test_hundred_thousand_calls_keep_the_process_flat():
+def soak_calls():
     torch.manual_seed(0)
     model = _Block().eval()
     x = torch.randn(8, 64)
@@ -77,7 +85,7 @@ def _drop_generated_sources(keep: set):
         linecache.cache.pop(key, None)
 
 
-def test_thousand_graphs_compiled_and_discarded_keep_the_process_flat():
+def soak_compiles():
     torch.manual_seed(0)
     keep = set(torch.fx.graph_module._loader.eval_cache)
     widths = [8 + 4 * i for i in range(10)]  # ten shapes: kernels, packs and primitives each time
@@ -106,3 +114,19 @@ def test_thousand_graphs_compiled_and_discarded_keep_the_process_flat():
     assert rss1 < rss0 * 1.01, f"RSS grew from {rss0:.1f} to {rss1:.1f} MiB over 10^3 compiled graphs"
     assert tensors1 <= tensors0, f"live tensors {tensors0} -> {tensors1}"
     assert objects1 <= objects0 + 100, f"Python objects {objects0} -> {objects1}"
+
+
+def _in_fresh_process(name: str):
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, "-c", f"import test_soak; test_soak.{name}()"], cwd=here, env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-4000:]
+
+
+def test_hundred_thousand_calls_keep_the_process_flat():
+    _in_fresh_process("soak_calls")
+
+
+def test_thousand_graphs_compiled_and_discarded_keep_the_process_flat():
+    _in_fresh_process("soak_compiles")
