@@ -16,7 +16,7 @@ BENCH_STAMP := build/.bench-deps-$(shell echo $(BENCH_DEPS) | md5sum | cut -c1-8
 BENCH_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup deps build demo test test-opinfo-full fuzz bench bench-quick micro clean
+.PHONY: setup deps build demo test test-asan test-opinfo-full fuzz bench bench-quick micro clean
 
 setup: build
 
@@ -34,6 +34,21 @@ demo: build
 
 test: build
 	cd tests && $(PY) -m pytest -q $(PYTEST_ARGS)
+
+# The C++ core built with AddressSanitizer + UBSan into build-asan/ (the installed fxcpp is left
+# alone), staged beside backend/'s Python, and run on the C++ pass tests, the runtime tests and a
+# fuzz slice. Python and torch are not instrumented, so ASan's runtime is preloaded; leak
+# checking is off (the interpreter frees little at exit). README, "Reliability".
+ASAN_TESTS ?= cpp python/test_runtime.py python/test_hostile_inputs.py python/test_cpu_fused.py \
+              python/test_onednn_weights.py python/test_fuzz_slice.py
+test-asan: deps
+	FXCPP_SANITIZE=1 FXCPP_BUILD_DIR=build-asan/cmake $(PY) setup.py -q build_ext --build-lib build-asan/lib
+	cp backend/*.py build-asan/lib/fxcpp/
+	cd tests && PYTHONPATH=$(CURDIR)/build-asan/lib \
+	  LD_PRELOAD="$$($(CXX) -print-file-name=libasan.so) $$($(CXX) -print-file-name=libubsan.so)" \
+	  ASAN_OPTIONS=detect_leaks=0:alloc_dealloc_mismatch=0:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  FXCPP_EXPECT_SANITIZED=1 $(PY) -m pytest -q -p no:cacheprovider $(ASAN_TESTS) $(PYTEST_ARGS)
 
 # The OpInfo sweep over every float32 CPU sample (make test runs the first sample of each op).
 test-opinfo-full: build

@@ -62,6 +62,7 @@ class CMakeBuild(build_ext):
                 f"-Ddnnl_DIR={_dnnl_cmake_dir()}",
                 f"-DFXCPP_WITH_ONEDNN={'OFF' if os.environ.get('FXCPP_ONEDNN') == '0' else 'ON'}",
                 f"-DFXCPP_TORCH_LIBSTDCXX={libstdcxx}",
+                f"-DFXCPP_SANITIZE={'ON' if os.environ.get('FXCPP_SANITIZE') == '1' else 'OFF'}",
             ],
             cwd=build_dir,
         )

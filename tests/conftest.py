@@ -14,6 +14,12 @@ import torch  # noqa: E402
 sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
 
 
+if os.environ.get("FXCPP_EXPECT_SANITIZED") == "1":  # make test-asan: the ASan build, not the installed one
+    import fxcpp  # noqa: E402
+
+    assert fxcpp._C.sanitized(), f"make test-asan imported an uninstrumented fxcpp from {fxcpp.__file__}"
+
+
 @pytest.fixture(autouse=True)
 def _fresh_dynamo():
     """Each test starts with empty Dynamo caches, so recompile limits never leak between tests."""

@@ -309,6 +309,14 @@ PYBIND11_MODULE(_C, m) {
     d["isa"] = fxcpp::cpu::isa_name();
     return d;
   });
+  // Whether this build has AddressSanitizer (make test-asan checks it ran the build it meant to).
+  m.def("sanitized", [] {
+#ifdef __SANITIZE_ADDRESS__
+    return true;
+#else
+    return false;
+#endif
+  });
   // This host's CPU as the kernels see it (runtime/host.h): recorded beside every benchmark.
   m.def("host_info", [] {
     const fxcpp::HostInfo& h = fxcpp::host();

@@ -184,3 +184,20 @@ def _run_threads(target, results, errors):
         t.join(timeout=600)
     assert not any(t.is_alive() for t in threads), "a compiling thread hung"
     assert not errors, errors
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a second device: CUDA")
+def test_a_changed_device_recompiles_correctly():
+    def f(x, w):
+        return torch.relu(x @ w) * 2
+
+    torch.manual_seed(7)
+    x, w = torch.randn(4, 16), torch.randn(16, 8)
+    compiled = torch.compile(f, backend="fxcpp")
+    with torch.no_grad():
+        assert_same(f(x, w), compiled(x, w))
+        xc, wc = x.cuda(), w.cuda()
+        out = compiled(xc, wc)
+        assert out.device.type == "cuda"
+        assert_same(f(xc, wc), out)
+        assert_same(f(x, w), compiled(x, w))
