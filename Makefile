@@ -50,7 +50,7 @@ test-asan: deps
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  FXCPP_EXPECT_SANITIZED=1 $(PY) -m pytest -q -p no:cacheprovider $(ASAN_TESTS) $(PYTEST_ARGS)
 
-# The OpInfo sweep over every float32 CPU sample (make test runs the first sample of each op).
+# The OpInfo sweep over every fp32, bf16 and fp16 CPU sample (make test runs the first sample of each op in each dtype).
 test-opinfo-full: build
 	cd tests && FXCPP_OPINFO_FULL=1 $(PY) -m pytest -q python/test_opinfo_sweep.py
 

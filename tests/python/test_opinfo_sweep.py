@@ -1,8 +1,11 @@
-"""OpInfo operator sweep: every op of PyTorch's OpInfo database with float32 CPU samples,
-compiled with torch.compile(backend="fxcpp"), must match eager -- or raise where eager raises.
+"""OpInfo operator sweep: every op of PyTorch's OpInfo database with float32, bfloat16 or
+float16 CPU samples, compiled with torch.compile(backend="fxcpp"), must match eager -- or raise
+where eager raises. fp32 is compared at the harness's 1e-3; bf16 and fp16 by the harness's rule
+for low precision (tol 1e-2, and, where the op runs in float64, an fp64 reference: fxcpp may be
+more accurate than eager, never less).
 
-Default (`make test`): the first float32 sample of each op, one test per op.
-FXCPP_OPINFO_FULL=1 (`make test-opinfo-full`): every float32 sample of each op.
+Default (`make test`): the first sample of each op in each dtype, one test per op and dtype.
+FXCPP_OPINFO_FULL=1 (`make test-opinfo-full`): every sample of each op in each dtype.
 
 Random ops (values depend on the RNG stream) and empty-like ops (uninitialized memory)
 are compared on the structure, shapes and dtypes of their outputs only.
@@ -36,11 +39,15 @@ from opinfo_known_failures import KNOWN_FAILURES  # noqa: E402
 
 FULL = os.environ.get("FXCPP_OPINFO_FULL", "") not in ("", "0")
 
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 OPS = [op for op in op_db if torch.float32 in op.supported_dtypes("cpu")]
 
 
-def op_id(op) -> str:
-    return f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+def op_id(op, dtype: str = "fp32") -> str:
+    """name[.variant] for fp32 (the ids known failures have always used), name[.variant]@bf16
+    and @fp16 for the low-precision sweeps."""
+    base = f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+    return base if dtype == "fp32" else f"{base}@{dtype}"
 
 
 # Ops whose values come from the RNG: compare structure, shapes and dtypes only. Any op whose
@@ -135,6 +142,17 @@ def make_fn(f, sample):
     return fn, tensors
 
 
+def _fp64_reference(fn, tensors):
+    """Eager on the inputs widened to float64, for judging a bf16/fp16 result (None where the
+    op refuses float64)."""
+    wide = [t.to(torch.float64) if t.is_floating_point() and t.layout == torch.strided else t for t in _clone(tensors)]
+    try:
+        torch.manual_seed(0)
+        return fn(*wide)
+    except Exception:  # noqa: BLE001 - no reference: the plain tolerance judges
+        return None
+
+
 def check_sample(op, sample, stats, backend="fxcpp") -> None:
     """Run one sample eagerly and compiled; raise AssertionError on a mismatch.
     (backend="aot_eager" tells a PyTorch failure from an fxcpp one when triaging.)"""
@@ -173,10 +191,16 @@ def check_sample(op, sample, stats, backend="fxcpp") -> None:
         f"output structure differs from eager:\nref={_structure(ref)}\nres={_structure(res)}")
     assert _tensor_structure(comp_in) == _tensor_structure(eager_in), "input shapes/dtypes changed differently"
     random = is_random_name(op.name) or _seeded_random_graph(graphs)
+    low = any(isinstance(t, torch.Tensor) and t.dtype in (torch.bfloat16, torch.float16) for t in tensors)
     if random or is_empty_like(op.name):
         stats["random"] += 1
     else:
-        assert_same(_dense(ref), _dense(res))
+        with torch.no_grad(), mock.patch.object(_cmi, "wrapper_set_seed", _call_unseeded):
+            ref64 = _fp64_reference(fn, tensors) if low else None
+        if ref64 is not None and _tensor_structure(ref64)[0] == _tensor_structure(ref)[0]:
+            assert_same(_dense(ref), _dense(res), fp64_ref=_dense(ref64))
+        else:
+            assert_same(_dense(ref), _dense(res))
         assert_same(_dense(eager_in), _dense(comp_in))  # mutated inputs (inplace variants, out= arguments)
         stats["values"] += 1
     stats["passed"] += 1
@@ -202,32 +226,35 @@ def _interpreter_nodes(graphs, stats) -> int:
 
 def _params():
     params = []
-    for op in OPS:
-        oid = op_id(op)
-        marks = []
-        if oid in KNOWN_FAILURES:
-            marks.append(pytest.mark.xfail(strict=False, reason=KNOWN_FAILURES[oid]))
-        params.append(pytest.param(op, id=oid, marks=marks))
+    for dtype, dt in DTYPES.items():
+        for op in OPS:
+            if dt not in op.supported_dtypes("cpu"):
+                continue
+            oid = op_id(op, dtype)
+            marks = []
+            if oid in KNOWN_FAILURES:
+                marks.append(pytest.mark.xfail(strict=False, reason=KNOWN_FAILURES[oid]))
+            params.append(pytest.param(op, dtype, id=oid, marks=marks))
     return params
 
 
 def test_known_failures_are_ops():
-    """Every KNOWN_FAILURES key names an op of the sweep, and has a reason."""
-    ids = {op_id(op) for op in OPS}
+    """Every KNOWN_FAILURES key names an op and dtype of the sweep, and has a reason."""
+    ids = {op_id(op, d) for d, dt in DTYPES.items() for op in OPS if dt in op.supported_dtypes("cpu")}
     stale = sorted(k for k in KNOWN_FAILURES if k not in ids)
-    assert not stale, f"KNOWN_FAILURES entries that are not float32 CPU OpInfo ops: {stale}"
+    assert not stale, f"KNOWN_FAILURES entries that are not CPU OpInfo ops in their dtype: {stale}"
     assert all(isinstance(v, str) and len(v) > 10 for v in KNOWN_FAILURES.values())
 
 
-@pytest.mark.parametrize("op", _params())
-def test_opinfo(op):
-    oid = op_id(op)
+@pytest.mark.parametrize("op,dtype", _params())
+def test_opinfo(op, dtype):
+    oid = op_id(op, dtype)
     stats = Counter(samples=0, passed=0, values=0, cpp=0, interp=0, nograph=0, eager_raised=0, random=0,
                     report_error=0)
     entry = RESULTS[oid] = {"status": "failed", **stats}
     t0 = time.perf_counter()
     try:
-        samples = op.sample_inputs("cpu", torch.float32, requires_grad=False)
+        samples = op.sample_inputs("cpu", DTYPES[dtype], requires_grad=False)
         failures = []
         for i, sample in enumerate(samples):
             try:
@@ -241,7 +268,7 @@ def test_opinfo(op):
         entry.update(stats)
         if stats["samples"] == 0:
             entry["status"] = "skipped"
-            pytest.skip("no float32 CPU samples")
+            pytest.skip(f"no {dtype} CPU samples")
         if failures:
             raise AssertionError(f"{oid}: {len(failures)} failing sample(s)\n" + "\n".join(failures))
         entry["status"] = "passed"
@@ -266,7 +293,9 @@ def test_zz_report(capsys):
     slow = sorted(RESULTS.items(), key=lambda kv: -kv[1].get("secs", 0))[:5]
     lines = [
         "",
-        f"fxcpp OpInfo sweep ({'all samples' if FULL else 'first sample'} of each op):",
+        f"fxcpp OpInfo sweep ({'all samples' if FULL else 'first sample'} of each op, per dtype: "
+        + ", ".join(f"{d} {sum(1 for k in RESULTS if (k.rsplit('@', 1)[1] if '@' in k else 'fp32') == d)}"
+                    for d in DTYPES) + "):",
         f"  ops swept: {len(RESULTS)}  passed: {status['passed']}  failed: {status['failed']} "
         f"(known failures: {xfailed})  xpassed: {xpassed}  skipped (no samples): {status['skipped']}",
         f"  samples run: {tot['samples']}  passed: {tot['passed']}  "
