@@ -113,9 +113,11 @@ class Checker {
         spatial_all_ones(v))
       return true;  // [N, C, 1, 1] → [N, C]: the same bytes in either layout
     // permute(0, 2, 3, 1) of a channels-last tensor is contiguous (ConvNeXt's conv → LayerNorm):
-    // every later view of it is valid, so the layout stops mattering here.
+    // every later view of it is valid, so the layout stops mattering here -- unless the permuted
+    // strides reach a graph output, where the user would see them differ from eager's.
     std::vector<int64_t> perm;
-    if (op == "aten::permute" && const_int_list(u->args[1], perm) && is_to_channels_last_order(perm, v)) return true;
+    if (op == "aten::permute" && const_int_list(u->args[1], perm) && is_to_channels_last_order(perm, v))
+      return !strides_reach_output(u->outputs[0], depth + 1);
     if (!layout_following_ops().count(op)) return false;
     // A reduction to fewer than 3 dims (global pooling as mean over H, W) has no layout left to carry.
     const bool reduction = op == "aten::mean" || op == "aten::sum" || op == "aten::amax";
@@ -123,6 +125,20 @@ class Checker {
     for (const Value* o : u->outputs)
       if (o->kind == ValueKind::Tensor && !any_layout_ok(o, depth + 1)) return false;
     return true;
+  }
+
+  // Whether v's strides can show in a graph output: v is one, or a view, a layout-following op or
+  // a pointwise group carries them to one. oneDNN nodes, row groups and LayerNorm write their
+  // own layout; any other op is assumed to carry them.
+  bool strides_reach_output(const Value* v, int depth) {
+    if (depth >= 64 || g_.is_graph_output(v)) return true;
+    for (Node* u : users_[v]) {
+      if (u->fused || (u->program && u->program->row_dims > 0)) continue;
+      if (u->is_aten() && u->schema().name() == "aten::native_layer_norm") continue;
+      for (const Value* o : u->outputs)
+        if (o->kind == ValueKind::Tensor && strides_reach_output(o, depth + 1)) return true;
+    }
+    return false;
   }
 
   const Graph& g_;
@@ -140,7 +156,9 @@ bool layout_propagation_pass(Graph& g, const PassContext&) {
     if (!n->fused || n->fused->anchor != FusedOp::Anchor::Conv || n->fused->channels_last) continue;
     const Value* out = n->outputs[0];
     if (!out->meta || out->meta->dim() < 3) continue;
-    if (!check.any_layout_ok(out)) continue;
+    // Where eager writes channels-last (a channels-last input), so does the kernel: then every
+    // consumer, views included, sees eager's strides. Otherwise only where none can tell.
+    if (!meta_is_channels_last(out) && !check.any_layout_ok(out)) continue;
     auto f = std::make_shared<FusedOp>(*n->fused);
     f->channels_last = true;
     n->fused = f;

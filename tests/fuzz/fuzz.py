@@ -37,9 +37,10 @@ def instantiate(p: Program):
 
 
 def check(p: Program, notes: list | None = None) -> tuple[str, str]:
-    """("ok" | "skip" | "fail", detail). skip: eager itself raises on this program. fxcpp's
-    warnings (a fallback to the Interpreter or to ATen: correct, but not the intended path)
-    are appended to `notes`."""
+    """("ok" | "skip" | "fail" | "traced", detail). skip: eager itself raises on this program.
+    traced: values right, but an output's strides are those Dynamo traced, not eager's (see
+    _traced_output_strides). fxcpp's warnings (a fallback to the Interpreter or to ATen:
+    correct, but not the intended path) are appended to `notes`."""
     import fxcpp  # noqa: F401 - registers the backend
 
     from fxcpp.explain import Report, recording
@@ -78,17 +79,45 @@ def _check(p: Program) -> tuple[str, str]:
     if any(not torch.equal(a, b) and not (a.isnan() | b.isnan()).any() for a, b in zip(before, xs)):
         return "fail", "an input was mutated"
     tol = 1e-3 if p.dtype == "fp32" else 1e-2
+    traced_detail = ""
     for i, (r, c, r64) in enumerate(zip(ref, res, ref64)):
         if r.shape != c.shape or r.dtype != c.dtype:
             return "fail", f"output {i}: {tuple(c.shape)} {c.dtype}, eager {tuple(r.shape)} {r.dtype}"
         # Eager's layout too: a view the user (or aot's alias replay) takes of it depends on it
         # (dims of size 1 and empty tensors have no layout to speak of).
         if r.numel() and any(n > 1 and a != b for n, a, b in zip(r.shape, r.stride(), c.stride())):
-            return "fail", f"output {i}: strides {c.stride()}, eager {r.stride()} (shape {tuple(r.shape)})"
+            detail = f"output {i}: strides {c.stride()}, eager {r.stride()} (shape {tuple(r.shape)})"
+            traced = _traced_output_strides(model, xs)
+            if traced is None or i >= len(traced) or traced[i] != tuple(c.stride()):
+                return "fail", detail
+            traced_detail = detail + " = the strides Dynamo traced (FakeTensor's, not eager's)"
         if not same(r, c, fp64_ref=r64, tol=tol, equal_nan=True):
             err = (c.double() - r.double()).abs().max().item() if r.numel() else 0.0
             return "fail", f"output {i} differs from eager (max abs diff {err:.3g}, tol {tol})"
-    return "ok", ""
+    return ("traced", traced_detail) if traced_detail else ("ok", "")
+
+
+def _traced_output_strides(model, xs) -> list | None:
+    """The output strides Dynamo's trace gives every backend (its FakeTensors'), or None where
+    its outputs do not map one for one onto the model's. PyTorch's FakeTensor propagation can
+    pick another layout than eager for a tensor whose strides fit two layouts (one channel):
+    a backend that returns the traced strides (Inductor does) then differs from eager there."""
+    got = []
+
+    def record(gm, example_inputs):
+        out = next(n for n in gm.graph.nodes if n.op == "output")
+        leaves = torch.utils._pytree.tree_leaves(out.args[0])
+        vals = [a.meta.get("example_value") if isinstance(a, torch.fx.Node) else None for a in leaves]
+        got.append([tuple(v.stride()) if isinstance(v, torch.Tensor) else None for v in vals])
+        return gm.forward
+
+    torch._dynamo.reset()
+    try:
+        with torch.no_grad():
+            torch.compile(model, backend=record)(*[x.clone() for x in xs])
+    finally:
+        torch._dynamo.reset()
+    return got[0] if len(got) == 1 else None
 
 
 def _fails(p: Program) -> bool:
@@ -171,14 +200,17 @@ if __name__ == "__main__":
 
 
 def run(n: int, seed: int, out_dir: str | None, verbose: bool = False) -> dict:
-    counts = {"ok": 0, "skip": 0, "fail": 0}
-    failures, fallbacks = [], []
+    counts = {"ok": 0, "skip": 0, "fail": 0, "traced": 0}
+    failures, fallbacks, traced = [], [], []
     t0 = time.time()
     for s in range(seed, seed + n):
         p = generate(s)
         notes: list = []
         status, detail = check(p, notes)
         counts[status] += 1
+        if status == "traced":
+            traced.append((s, detail))
+            print(f"traced layout seed {s}: {detail}", flush=True)
         if notes:
             fallbacks.append((s, notes))
             print(f"fallback seed {s}: {notes[0]}", flush=True)
@@ -192,6 +224,7 @@ def run(n: int, seed: int, out_dir: str | None, verbose: bool = False) -> dict:
     counts["seconds"] = round(time.time() - t0, 1)
     counts["failures"] = failures
     counts["fallbacks"] = fallbacks
+    counts["traced_layouts"] = traced
     return counts
 
 
@@ -204,7 +237,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     c = run(a.n, a.seed, a.out, a.verbose)
     print(f"programs {a.n} (seeds {a.seed}..{a.seed + a.n - 1}): ok {c['ok']}, eager raised too {c['skip']}, "
-          f"failed {c['fail']} in {c['seconds']} s; fxcpp warned (a correct fallback) on {len(c['fallbacks'])}")
+          f"failed {c['fail']} in {c['seconds']} s; fxcpp warned (a correct fallback) on {len(c['fallbacks'])}; "
+          f"output strides as Dynamo traced them, not eager's, on {c['traced']}")
     return 1 if c["fail"] else 0
 
 

@@ -34,3 +34,14 @@ def test_shrink_keeps_the_failure_and_drops_the_rest(monkeypatch, tmp_path):
     path = fuzz.write_repro(small, "stand-in", str(tmp_path))
     out = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "matches eager" in out.stdout, out.stderr[-2000:]
+
+
+def test_a_layout_only_dynamo_traced_is_reported_apart():
+    """Seed 905: a 1-channel channels-last input times a contiguous one, then a convolution.
+    Eager's product is contiguous, the FakeTensor Dynamo traces is channels-last, so every
+    backend that returns the traced strides (fxcpp, Inductor) gives a channels-last output where
+    eager's is contiguous. The values are right; the fuzzer reports it as "traced", not as a
+    failure, and never hides a layout Dynamo did not trace."""
+    status, detail = fuzz.check(generate(905))
+    assert status == "traced", (status, detail)
+    assert "Dynamo traced" in detail
