@@ -37,6 +37,22 @@ def test_view_of_a_transposed_pointwise_result():
     _check(f, torch.randn(2, 3, 4))
 
 
+@pytest.mark.parametrize("case", ["scale", "where", "minimum_add", "sub_two_uses"])
+def test_reshape_of_a_strided_pointwise_result(case):
+    """reshape of a strided value is aot's clone(memory_format=contiguous_format) and a view:
+    the clone must give the contiguous layout it states, whatever the group before it lays
+    out (fuzz seeds 4149, 4391, 6703, 5514 raised "view size is not compatible")."""
+    xt = torch.randn(4, 6).transpose(0, 1)  # [6, 4], transposed
+    y = torch.randn(6, 4)
+    fns = {
+        "scale": lambda x, y: (x * 1.5).clamp_(min=-1.0).reshape(24),
+        "where": lambda x, y: torch.where(x > 0, x, x).reshape(24),
+        "minimum_add": lambda x, y: (torch.minimum(x, y) + 2.0).reshape(2, 12),
+        "sub_two_uses": lambda x, y: ((x - y).reshape(1, 24), (x - y) + 1),
+    }
+    _check(fns[case], xt, y)
+
+
 def test_rotary_then_attention_then_view():
     # The LLaMA attention pattern: q, k transposed by a view; rotary pointwise; SDPA; view back.
     def f(q, k, v, cos, sin):

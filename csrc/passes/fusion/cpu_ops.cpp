@@ -137,6 +137,17 @@ std::optional<CpuOp> classify_cpu_op(const Node& n) {
       return std::nullopt;
   }
   if (k == "aten::round" && n.args.size() > 1) return std::nullopt;  // round(decimals=)
+  // A copy into a stated layout (aot's clone(memory_format=contiguous_format) before a view
+  // of a strided value) must give that layout, which a pointwise group's output, laid out as
+  // its operands are, would not: it stays an ATen copy. Preserving copies fuse.
+  auto preserves_format = [&](size_t i) {
+    if (n.args.size() <= i || n.args[i].is_none()) return true;
+    const Arg& m = n.args[i];
+    return m.kind == Arg::Kind::Const && m.constant.isInt() &&
+           m.constant.toInt() == static_cast<int64_t>(c10::MemoryFormat::Preserve);
+  };
+  if (k == "aten::clone" && !preserves_format(1)) return std::nullopt;
+  if (k == "aten::_to_copy" && !preserves_format(6)) return std::nullopt;
   if (k == "aten::_to_copy") {
     // dtype, layout, device, pin_memory, non_blocking, memory_format: only a dtype change on the CPU.
     if (n.args[2].kind == Arg::Kind::Const && !n.args[2].is_none() && !n.args[2].constant.isInt()) return std::nullopt;
