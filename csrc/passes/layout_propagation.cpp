@@ -132,18 +132,23 @@ class Checker {
   // own layout; any other op is assumed to carry them.
   bool strides_reach_output(const Value* v, int depth) {
     if (depth >= 64 || g_.is_graph_output(v)) return true;
+    if (auto it = reach_memo_.find(v); it != reach_memo_.end()) return it->second;  // diamonds: each value once
+    bool reach = false;
     for (Node* u : users_[v]) {
+      if (reach) break;
       if (u->fused || (u->program && u->program->row_dims > 0)) continue;
       if (u->is_aten() && u->schema().name() == "aten::native_layer_norm") continue;
       for (const Value* o : u->outputs)
-        if (o->kind == ValueKind::Tensor && strides_reach_output(o, depth + 1)) return true;
+        if (o->kind == ValueKind::Tensor && strides_reach_output(o, depth + 1)) reach = true;
     }
-    return false;
+    reach_memo_[v] = reach;
+    return reach;
   }
 
   const Graph& g_;
   std::unordered_map<const Value*, std::vector<Node*>> users_;
   std::unordered_map<const Value*, bool> memo_;
+  std::unordered_map<const Value*, bool> reach_memo_;
 };
 
 }  // namespace
