@@ -20,10 +20,12 @@ import torch.fx.graph_module
 import fxcpp
 from helpers import assert_same
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from benchmarks.machine import proc_status_mb  # noqa: E402 - the benchmarks package lives beside the tests
+
 
 def _rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+    return proc_status_mb("VmRSS")
 
 
 def _live_tensors() -> int:
