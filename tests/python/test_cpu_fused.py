@@ -116,6 +116,36 @@ def test_empty_tensors(shape):
         compare(lambda x: F.layer_norm(x + 1.0, (shape[1],)), [x], check_fused=False)
 
 
+# Reductions over a zero-length row: ATen defines them (sum 0, mean and var NaN, an empty
+# softmax, amax raising); the fusion pass leaves such a row to ATen. Found by the bf16/fp16
+# OpInfo sweep (linalg.vecdot on (5, 0) returned uninitialized memory; softmin on (5, 0, 0) raised).
+EMPTY_ROWS = {
+    "vecdot": (lambda a, b: torch.linalg.vecdot(a, b), [(5, 0), (5, 0)]),
+    "sum_epilogue": (lambda a, b: (a * b).sum(-1) * 2.0 + 1.0, [(3, 4, 0), (3, 4, 0)]),
+    "mean_var": (lambda a, b: (a + b).mean(-1) + (a - b).var(-1), [(6, 0), (6, 0)]),
+    "softmin_no_rows": (lambda a, b: F.softmin(a * b, -1), [(5, 0, 0), (5, 0, 0)]),
+    "softmax_empty_rows": (lambda a, b: torch.softmax(a + b, -1), [(5, 0), (1, 0)]),
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("name", sorted(EMPTY_ROWS))
+def test_reductions_over_an_empty_row(name, dtype):
+    fn, shapes = EMPTY_ROWS[name]
+    report, ref, res = compare(fn, make_inputs(shapes, DTYPES[dtype]), check_fused=False)
+    fused = [r.op for r in report.rows if r.kernel == "cpu_fused"]
+    assert not any(op in ("aten::sum.dim_IntList", "aten::mean.dim", "aten::var.correction", "aten::_softmax")
+                   for op in fused), f"a zero-length row was fused:\n{report}"
+
+
+def test_amax_over_an_empty_row_raises_as_eager_does():
+    x = torch.randn(4, 0)
+    fn = torch.compile(lambda x: x.exp().amax(-1) + 1.0, backend="fxcpp")
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="zero-size|non-zero size"):  # Dynamo raises while tracing
+        fn(x)
+
+
 SPECIAL = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e-40, -1e-40, 3.4e38, -3.4e38, 1.0, -1.0, 88.0, -104.0]
 
 

@@ -344,6 +344,11 @@ class Fuser {
     // One op alone gains nothing from fusing: ATen's own kernel for it (a LayerNorm, a softmax,
     // a sum) is as fast or faster (benchmarks/results/cpu-fusion/).
     if (grp.work < 2) return false;
+    // A row of zero elements (a reduction over an empty dim): ATen's kernels define what it
+    // gives (sum 0, mean NaN, amax raises, softmax an empty result); the fused kernel does not.
+    // Dynamo specializes size 0, so a zero row is always static here.
+    for (size_t d = grp.domain.size() - grp.row_dims; d < grp.domain.size(); ++d)
+      if (grp.domain[d] == Dim::of(0)) return false;
     // A reduction over every dim is one row, and one row runs on one thread: only when small.
     if (grp.row_dims > 0 && grp.row_dims == static_cast<int>(grp.domain.size())) {
       int64_t numel = 1;

@@ -303,9 +303,12 @@ class CpuFusedKernel final : public Kernel {
     }
     bool empty = false;
     for (int64_t d : D) empty |= d == 0;
-    if (empty) {
-      if (rd > 0 && cols == 0 && has_minmax_)
-        throw std::invalid_argument("cpu_fused: a max/min reduction over an empty dimension (eager raises too)");
+    if (empty) {  // every elementwise output is empty; a reduced one is not when only its row is
+      bool reduced_nonempty = false;
+      for (size_t k = 0; k < out.size(); ++k) reduced_nonempty |= p.outputs[k].row && out[k].numel() > 0;
+      if (reduced_nonempty)  // the fusion pass keeps zero-length rows out (ATen defines them); a guard
+        throw std::invalid_argument(has_minmax_ ? "cpu_fused: a max/min reduction over an empty dimension (eager raises too)"
+                                                : "cpu_fused: a reduction over an empty dimension, compiled for non-empty rows");
       return finish(stack, out);
     }
     SmallVec<std::pair<at::Tensor, at::Tensor>> laid_out;  // (output in eager's layout, its contiguous stand-in)
