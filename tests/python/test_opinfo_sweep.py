@@ -6,6 +6,11 @@ more accurate than eager, never less).
 
 Default (`make test`): the first sample of each op in each dtype, one test per op and dtype.
 FXCPP_OPINFO_FULL=1 (`make test-opinfo-full`): every sample of each op in each dtype.
+FXCPP_OPINFO_DTYPES=bf16,fp16 limits the sweep to those dtypes; FXCPP_OPINFO_SHARD=i/n runs the
+i-th of n interleaved shards (so the full sweep can run as n processes on a many-core machine,
+each writing its own FXCPP_OPINFO_JSON, rewritten after every op so a cut-off shard keeps what
+it ran; tests/python/opinfo_merge.py adds them up). FXCPP_OPINFO_RESUME=merged.json skips the
+ops that file already holds.
 
 Random ops (values depend on the RNG stream) and empty-like ops (uninitialized memory)
 are compared on the structure, shapes and dtypes of their outputs only.
@@ -224,6 +229,26 @@ def _interpreter_nodes(graphs, stats) -> int:
         return sum(1 for g in graphs if g.single is None)
 
 
+def _selected(params):
+    """The params this process runs: FXCPP_OPINFO_DTYPES and FXCPP_OPINFO_SHARD=i/n (see the docstring)."""
+    dtypes = [d for d in os.environ.get("FXCPP_OPINFO_DTYPES", "").split(",") if d]
+    unknown = set(dtypes) - set(DTYPES)
+    assert not unknown, f"FXCPP_OPINFO_DTYPES names unknown dtypes {sorted(unknown)}; known: {list(DTYPES)}"
+    if dtypes:
+        params = [p for p in params if p.values[1] in dtypes]
+    shard = os.environ.get("FXCPP_OPINFO_SHARD", "")
+    if shard:
+        i, n = (int(x) for x in shard.split("/"))
+        assert 0 <= i < n, f"FXCPP_OPINFO_SHARD={shard}: want i/n with 0 <= i < n"
+        params = params[i::n]
+    done = os.environ.get("FXCPP_OPINFO_RESUME", "")  # a merged JSON of an earlier, cut-off run
+    if done:
+        with open(done) as f:
+            ran = json.load(f)
+        params = [p for p in params if p.id not in ran]
+    return params
+
+
 def _params():
     params = []
     for dtype, dt in DTYPES.items():
@@ -246,7 +271,7 @@ def test_known_failures_are_ops():
     assert all(isinstance(v, str) and len(v) > 10 for v in KNOWN_FAILURES.values())
 
 
-@pytest.mark.parametrize("op,dtype", _params())
+@pytest.mark.parametrize("op,dtype", _selected(_params()))
 def test_opinfo(op, dtype):
     oid = op_id(op, dtype)
     stats = Counter(samples=0, passed=0, values=0, cpp=0, interp=0, nograph=0, eager_raised=0, random=0,
@@ -276,26 +301,32 @@ def test_opinfo(op, dtype):
         entry["secs"] = time.perf_counter() - t0
         entry["xfail"] = oid in KNOWN_FAILURES
         entry["error"] = _short(sys.exc_info()[1], 300) if sys.exc_info()[1] is not None else ""
+        _write_json()
 
 
-def test_zz_report(capsys):
-    """Runs last: print the sweep's counts and check they add up."""
-    if not RESULTS:
-        pytest.skip("no OpInfo test ran")
-    status = Counter(r["status"] for r in RESULTS.values())
+def _write_json():
+    if os.environ.get("FXCPP_OPINFO_JSON"):  # per-op results, for triage and for merging shards
+        with open(os.environ["FXCPP_OPINFO_JSON"], "w") as f:
+            json.dump(RESULTS, f, indent=1, sort_keys=True)
+
+
+def summary(results: dict, full: bool = FULL):
+    """The sweep's report lines, totals and status counts over per-op results (RESULTS, or
+    several shards' JSON merged)."""
+    status = Counter(r["status"] for r in results.values())
     tot = Counter()
-    for r in RESULTS.values():
+    for r in results.values():
         for k in ("samples", "passed", "values", "cpp", "interp", "nograph", "eager_raised", "random",
                   "report_error"):
             tot[k] += r.get(k, 0)
-    xfailed = sum(1 for r in RESULTS.values() if r["status"] == "failed" and r["xfail"])
-    xpassed = sum(1 for r in RESULTS.values() if r["status"] == "passed" and r["xfail"])
-    slow = sorted(RESULTS.items(), key=lambda kv: -kv[1].get("secs", 0))[:5]
-    lines = [
+    xfailed = sum(1 for r in results.values() if r["status"] == "failed" and r["xfail"])
+    xpassed = sum(1 for r in results.values() if r["status"] == "passed" and r["xfail"])
+    slow = sorted(results.items(), key=lambda kv: -kv[1].get("secs", 0))[:5]
+    return [
         "",
-        f"fxcpp OpInfo sweep ({'all samples' if FULL else 'first sample'} of each op, per dtype: "
-        + ", ".join(f"{d} {n}" for d, n in Counter(r["dtype"] for r in RESULTS.values()).items()) + "):",
-        f"  ops swept: {len(RESULTS)}  passed: {status['passed']}  failed: {status['failed']} "
+        f"fxcpp OpInfo sweep ({'all samples' if full else 'first sample'} of each op, per dtype: "
+        + ", ".join(f"{d} {n}" for d, n in Counter(r["dtype"] for r in results.values()).items()) + "):",
+        f"  ops swept: {len(results)}  passed: {status['passed']}  failed: {status['failed']} "
         f"(known failures: {xfailed})  xpassed: {xpassed}  skipped (no samples): {status['skipped']}",
         f"  samples run: {tot['samples']}  passed: {tot['passed']}  "
         f"(values compared: {tot['values']}, shape/dtype only: {tot['random']}, eager raised too: {tot['eager_raised']})",
@@ -303,12 +334,17 @@ def test_zz_report(capsys):
         f"no graph compiled: {tot['nograph']}"
         + (f"  (fxcpp.Report raised on {tot['report_error']} of them)" if tot["report_error"] else ""),
         "  slowest ops: " + ", ".join(f"{k} {v.get('secs', 0):.1f}s" for k, v in slow),
-    ]
+    ], tot, status
+
+
+def test_zz_report(capsys):
+    """Runs last: print the sweep's counts and check they add up."""
+    if not RESULTS:
+        pytest.skip("no OpInfo test ran")
+    lines, tot, status = summary(RESULTS)
     with capsys.disabled():
         print("\n".join(lines))
-    if os.environ.get("FXCPP_OPINFO_JSON"):  # per-op results, for triage
-        with open(os.environ["FXCPP_OPINFO_JSON"], "w") as f:
-            json.dump(RESULTS, f, indent=1, sort_keys=True)
+    _write_json()
     assert tot["passed"] <= tot["samples"]
     assert tot["values"] + tot["random"] + tot["eager_raised"] == tot["passed"]
     assert tot["cpp"] + tot["interp"] + tot["nograph"] + tot["eager_raised"] == tot["passed"]
