@@ -12,6 +12,12 @@ function with its guards and its backend's artifact, so a new process skips Dyna
     f = torch.compiler.load_compiled_function(open(path, "rb"))
     f(model, x)
 
+or, the same in two calls, with a damaged, foreign or missing file turned into a warning and a
+correct cold compile instead of an exception at a service's start-up:
+
+    fxcpp.precompile.save(f, (model, x), path)
+    f = fxcpp.precompile.load(path, f)
+
 torch asks the backend for a SerializableCallable. Ours stores the Dynamo graph (no tensor
 values: placeholders keep only their metadata) and the Options; a loaded one runs aot_autograd
 and fxcpp's compile at its first call, on that call's inputs. Weights are never stored: they are
@@ -20,8 +26,10 @@ cache holds its measurements.
 """
 from __future__ import annotations
 
+import os
 import pickle
 import threading
+import warnings
 
 import torch
 import torch.fx as fx
@@ -110,3 +118,36 @@ class PrecompiledGraph(SerializableCallable):
                     self.fn = _compile_torch_graph(gm, list(args), self.options, gm.forward, self.static)
                 fn = self.fn
         return fn(*args)
+
+
+def save(fn, args: tuple, path, kwargs: dict | None = None, options: dict | None = None) -> None:
+    """aot_compile `fn` with fxcpp on example (args, kwargs) and write it to `path`: the recipe in
+    this module's docstring in one call (guards kept to what a saved function can carry)."""
+    opts = {"guard_filter_fn": keep_serializable_guards_unsafe, **(options or {})}
+    with torch._dynamo.config.patch(enable_aot_compile=True):  # off by default in torch 2.11
+        compiled = torch.compile(fn, fullgraph=True, backend="fxcpp", options=opts)
+        compiled.aot_compile((tuple(args), dict(kwargs or {}))).save_compiled_function(os.fspath(path))
+
+
+def load(path, fn=None, options: dict | None = None):
+    """The function saved at `path`. If the file is missing, truncated, corrupt, written by another
+    torch, fxcpp or host, or not fxcpp's, or saved from another function than `fn`: with `fn`
+    given, a warning and torch.compile(fn, backend="fxcpp") (a cold compile, correct); without
+    it, the error."""
+    try:
+        with open(path, "rb") as f:
+            loaded = torch.compiler.load_compiled_function(f)
+        art = loaded._artifacts
+        if not isinstance(art.compiled_fn, PrecompiledGraph):
+            raise RuntimeError(f"not compiled by fxcpp (backend {art.backend_name!r})")
+        code = getattr(fn, "__code__", None)
+        if code is not None and (art.original_code.co_code != code.co_code or art.original_code.co_names != code.co_names):
+            raise RuntimeError(f"saved from {art.original_code.co_name!r}, not from {code.co_name!r}")
+        return loaded
+    except Exception as e:  # noqa: BLE001 - any damage: never trusted, compiled afresh
+        if fn is None:
+            raise
+        warnings.warn(f"fxcpp: precompiled function {os.fspath(path)!r} not used ({type(e).__name__}: "
+                      f"{str(e)[:200]}); compiling {getattr(fn, '__qualname__', fn)!r} from scratch")
+        opts = {"guard_filter_fn": keep_serializable_guards_unsafe, **(options or {})}
+        return torch.compile(fn, fullgraph=True, backend="fxcpp", options=opts)

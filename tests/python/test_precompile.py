@@ -73,3 +73,46 @@ def test_plain_torch_compile_gets_a_plain_callable():
     with torch.no_grad():
         assert_same(f(model, x), torch.compile(f, backend=spy)(model, x))
     assert seen and not any(isinstance(fn, fxcpp.precompile.PrecompiledGraph) for fn in seen)
+
+
+def g(model, x):  # another function: its artifact is foreign to f
+    return model(x) * 2
+
+
+@pytest.mark.parametrize("damage", ["none", "truncated", "garbage", "empty", "missing", "other_function"])
+def test_load_warns_and_compiles_afresh_on_a_damaged_or_foreign_file(tmp_path, damage):
+    model, x = _model(), torch.randn(2, 3, 8, 8)
+    path = tmp_path / "f.pt2"
+    with torch.no_grad():
+        fxcpp.precompile.save(g if damage == "other_function" else f, (model, x), path,
+                              options={"cache_dir": str(tmp_path)})
+        data = path.read_bytes()
+        if damage == "truncated":
+            path.write_bytes(data[: len(data) // 2])
+        elif damage == "garbage":
+            path.write_bytes(b"\x80\x04not a pickle" + data[64:])
+        elif damage == "empty":
+            path.write_bytes(b"")
+        elif damage == "missing":
+            path.unlink()
+        torch._dynamo.reset()
+        with pytest.warns(UserWarning, match="not used") if damage != "none" else _no_fxcpp_warning():
+            loaded = fxcpp.precompile.load(path, f)
+        assert_same(f(model, x), loaded(model, x))
+        model[0].weight.data.mul_(2)  # weights are inputs either way
+        assert_same(f(model, x), loaded(model, x))
+    if damage not in ("none", "other_function"):  # (another function's file is a valid file)
+        with pytest.raises(Exception):
+            fxcpp.precompile.load(path)  # without a function to fall back on: the error
+
+
+class _no_fxcpp_warning:
+    def __enter__(self):
+        import warnings
+        self._w = warnings.catch_warnings(record=True)
+        self.caught = self._w.__enter__()
+        warnings.simplefilter("always")
+
+    def __exit__(self, *exc):
+        self._w.__exit__(*exc)
+        assert not [w for w in self.caught if str(w.message).startswith("fxcpp:")], [str(w.message) for w in self.caught]
