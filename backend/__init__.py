@@ -9,16 +9,19 @@ import os as _os
 import torch  # noqa: F401  (loads libtorch before our extension)
 
 from . import _C  # noqa: F401
+from . import passes  # noqa: F401  (fxcpp.passes.remove_dropout, ...)
 from . import precompile  # noqa: F401  (fxcpp.precompile.keep_serializable_guards_unsafe)
 from .compiled import FxcppCompileError
 from .compiler import backend, compile  # noqa: A004
 from .explain import Report, explain
 from .options import Options
+from .user_passes import FxcppPassError
 from .verify import FxcppVerifyError
 
 FxcppNodeError = _C.FxcppNodeError
 
-__all__ = ["backend", "compile", "explain", "Options", "Report", "FxcppCompileError", "FxcppVerifyError", "FxcppNodeError"]
+__all__ = ["backend", "compile", "explain", "Options", "Report", "FxcppCompileError", "FxcppVerifyError", "FxcppNodeError",
+           "FxcppPassError", "passes"]
 
 
 def _configure_logging():

@@ -162,7 +162,8 @@ class CompiledAtenGraph:
 
     _boxed_call = True
 
-    def __init__(self, gm: fx.GraphModule, opts: Options, kind: str, dump_subdir: str, static_hint: set | None = None):
+    def __init__(self, gm: fx.GraphModule, opts: Options, kind: str, dump_subdir: str, static_hint: set | None = None,
+                 pass_records: list | None = None):
         # An instance attribute too: torch._dynamo.disable's functools.wraps copies only __dict__.
         self._boxed_call = True
         self.gm = gm  # the ATen graph (kept for verify mode and for the Interpreter fallback)
@@ -174,6 +175,7 @@ class CompiledAtenGraph:
         self.parent: fx.GraphModule | None = None
         self.partitions: dict[str, CppPartition] = {}
         self.interp_times: dict | None = None
+        self.user_passes = list(pass_records or ())  # user_passes.PassRecord: what Options' passes did
         dump(opts, dump_subdir, f"{kind}_aten.py", gm.code)
         self.static = static_inputs(gm, kind, static_hint)
         t0 = time.perf_counter()

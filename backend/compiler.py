@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import copy
 import itertools
 import logging
 import threading
@@ -23,20 +24,25 @@ from torch.utils import _pytree as pytree
 
 from torch._dynamo.exc import RestartAnalysis
 
-from . import partition, precompile
+from . import partition, precompile, user_passes
 from .direct_call import direct_call
 from .compiled import CompiledAtenGraph, EagerFallback, dynamo_static_indices, FxcppCompileError, InterpretedGraph, dump
 from .options import Options
+from .user_passes import FxcppPassError
 
 log = logging.getLogger("fxcpp")
 _dynamo_graph_ids = itertools.count()
 
 
-def _aot_backend(opts: Options, dump_subdir: str, static_hint: set | None = None, compiled: list | None = None):
-    """compiled: gets (CompiledAtenGraph, aot's ViewAndMutationMeta) for each graph aot compiles."""
+def _aot_backend(opts: Options, dump_subdir: str, static_hint: set | None = None, compiled: list | None = None,
+                 pass_records: list | None = None):
+    """compiled: gets (CompiledAtenGraph, aot's ViewAndMutationMeta) for each graph aot compiles.
+    pass_records: what the pre passes did, kept on each ATen graph with its own aten passes."""
     def compiler_for(kind):
         def compile_aten(gm: fx.GraphModule, example_inputs):
-            cag = CompiledAtenGraph(gm, opts, kind, dump_subdir, static_hint)
+            records = list(pass_records or ())
+            gm = user_passes.apply(gm, opts.aten_passes, "aten", opts, f"{dump_subdir}/{kind}", records)
+            cag = CompiledAtenGraph(gm, opts, kind, dump_subdir, static_hint, records)
             if compiled is not None:
                 ctx = torch._guards.TracingContext.try_get()
                 compiled.append((cag, getattr(ctx, "fw_metadata", None)))
@@ -48,6 +54,7 @@ def _aot_backend(opts: Options, dump_subdir: str, static_hint: set | None = None
         fw_compiler=compiler_for("forward"),
         bw_compiler=compiler_for("backward"),
         inference_compiler=compiler_for("inference"),
+        decompositions=dict(opts.decompositions or {}),  # the user's table; aot's own defaults otherwise
     )
 
 
@@ -63,22 +70,37 @@ def _compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eage
     aot's inputs hold parameters and buffers, outside Dynamo (which records them itself)."""
     subdir = f"graph{next(_dynamo_graph_ids)}"
     dump(opts, subdir, "torch_graph.py", gm.code)
+    records: list = []
+    if opts.pre_passes:  # on a copy of the graph: the caller's (and a plan cache's next compile) stays as it was
+        gm = user_passes.apply(_graph_copy(gm), opts.pre_passes, "pre", opts, subdir, records)
+        eager_fn = gm.forward
     try:
         if partition.opaque_nodes(gm):
             return _compile_with_opaque(gm, opts)
         compiled: list = []
-        fn = _aot_backend(opts, subdir, static_hint, compiled)(gm, example_inputs)
+        fn = _aot_backend(opts, subdir, static_hint, compiled, records)(gm, example_inputs)
         return direct_call(gm, example_inputs, compiled, opts) or fn
     except EagerFallback as e:
         warnings.warn(f"fxcpp: running the graph eagerly (Options.fallback='eager'): {e}", stacklevel=2)
         return eager_fn
-    except (FxcppCompileError, RestartAnalysis):  # RestartAnalysis: Dynamo's own control flow
+    except (FxcppCompileError, FxcppPassError, RestartAnalysis):  # RestartAnalysis: Dynamo's own control flow
         raise
     except Exception as e:  # noqa: BLE001 - aot tracing itself failed
         if opts.fallback == "error":
             raise FxcppCompileError(f"fxcpp could not compile the graph: {e}") from e
         warnings.warn(f"fxcpp: the graph runs in the Interpreter (aot_autograd failed: {type(e).__name__}: {e})", stacklevel=2)
         return eager_fn if opts.fallback == "eager" else _interpret(gm)
+
+
+def _graph_copy(gm: fx.GraphModule) -> fx.GraphModule:
+    """A GraphModule over a copy of gm's graph (node metas shallow-copied), sharing its submodules
+    and parameters: a pass may rewrite the copy's graph and set new attributes on it freely."""
+    graph = fx.Graph()
+    graph._codegen = copy.deepcopy(gm.graph._codegen)  # Dynamo's graphs flatten their inputs with pytree
+    graph.output(graph.graph_copy(gm.graph, {}))
+    out = fx.GraphModule(gm, graph)
+    out.meta.update(gm.meta)
+    return out
 
 
 def _compile_with_opaque(gm: fx.GraphModule, opts: Options):

@@ -115,6 +115,8 @@ class Report:
         counts = Counter(r.kernel for r in self.rows)
         self.kernel_counts = {k: counts.get(k, 0) for k in KERNELS}
         self.fallbacks = [f for g in graphs for f in g.fallbacks]
+        # What Options.pre_passes / aten_passes did to each graph (user_passes.PassRecord).
+        self.user_passes = [(f"{g.id}:{g.kind}", r) for g in graphs for r in getattr(g, "user_passes", ())]
         # Per graph: the peak bytes of intermediates its C++ plans hold during one call
         # (inputs and parameters not counted; None when a size is symbolic).
         self.planned_peak_bytes = {f"{g.id}:{g.kind}": _peak_bytes(g) for g in graphs
@@ -131,6 +133,8 @@ class Report:
         lines.append("kernel counts: " + ", ".join(f"{k}={v}" for k, v in self.kernel_counts.items()))
         for tag, b in self.planned_peak_bytes.items():
             lines.append(f"planned peak {tag}: " + ("unknown (symbolic sizes)" if b is None else f"{b / 2**20:.2f} MiB"))
+        for tag, r in self.user_passes:
+            lines.append(f"user pass {tag}: {r}")
         for f in self.fallbacks:
             lines.append("fallback: " + f)
         return "\n".join(lines)

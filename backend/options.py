@@ -35,6 +35,13 @@ class Options:
     cache: bool = True
     # Where (None: $FXCPP_CACHE_DIR, else "fxcpp" in torch's cache directory).
     cache_dir: str | None = None
+    # User FX passes (backend/user_passes.py): each a callable GraphModule -> GraphModule | None,
+    # or a (pattern, replacement) pair for torch.fx.subgraph_rewriter.replace_pattern.
+    # pre_passes run on the torch-level graph Dynamo hands us, aten_passes on each ATen graph
+    # before lowering; decompositions is a table {OpOverload: fn} merged into aot's.
+    pre_passes: tuple = ()
+    aten_passes: tuple = ()
+    decompositions: dict | None = None
 
     def __post_init__(self):
         if self.fallback not in FALLBACKS:
@@ -47,6 +54,19 @@ class Options:
         unknown = [p for p in self.disable_passes if p not in _C.pass_names()]
         if unknown:
             raise ValueError(f"fxcpp: unknown pass name(s) {unknown}; passes are: {', '.join(_C.pass_names())}")
+        from .user_passes import is_pass
+
+        for field in ("pre_passes", "aten_passes"):  # a list of passes, or one callable
+            passes = getattr(self, field)
+            passes = (passes,) if callable(passes) else tuple(passes)
+            bad = [p for p in passes if not is_pass(p)]
+            if bad:
+                raise ValueError(f"fxcpp: Options.{field} takes callables GraphModule -> GraphModule | None or "
+                                 f"(pattern, replacement) pairs; got {bad!r}")
+            setattr(self, field, passes)
+        if self.decompositions is not None and not (isinstance(self.decompositions, dict)
+                                                    and all(callable(v) for v in self.decompositions.values())):
+            raise ValueError("fxcpp: Options.decompositions must be a dict {OpOverload: callable}")
         if self.plan_cache_size < 1:
             raise ValueError("fxcpp: Options.plan_cache_size must be at least 1")
 
