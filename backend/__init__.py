@@ -12,7 +12,8 @@ from . import _C  # noqa: F401
 from . import passes  # noqa: F401  (fxcpp.passes.remove_dropout, ...)
 from . import precompile  # noqa: F401  (fxcpp.precompile.keep_serializable_guards_unsafe)
 from .compiled import FxcppCompileError
-from .compiler import backend, compile  # noqa: A004
+from .compiler import backend
+from .direct_api import compile  # noqa: A004
 from .explain import Report, explain
 from .options import Options
 from .user_passes import FxcppPassError

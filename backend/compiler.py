@@ -1,26 +1,23 @@
-"""The Dynamo backend and the direct API, wired through aot_autograd.
+"""The Dynamo backend, wired through aot_autograd.
 
-backend(gm, example_inputs)  Dynamo's torch-level graph → aot_autograd → forward /
-                             backward / inference ATen graphs → CompiledAtenGraph each.
-compile(gm, example_inputs)  any GraphModule (symbolic_trace output, hand-edited
-                             graphs): the same aot path, with plans specialized per
-                             concrete input signature in a small LRU cache.
+backend(gm, example_inputs): Dynamo's torch-level graph → user pre passes (user_passes.py)
+→ aot_autograd → forward / backward / inference ATen graphs → user aten passes →
+CompiledAtenGraph each (compiled.py: partition, lower, C++ passes, plan). A graph holding
+torch.fx.wrap calls is split first; each traceable piece is compiled per input signature
+(specialized.py), as the direct API fxcpp.compile does (direct_api.py).
 """
 from __future__ import annotations
 
-import collections
 import contextlib
 import copy
 import itertools
 import logging
-import threading
 import warnings
 
 import torch
 import torch._guards
 import torch.fx as fx
 from torch._dynamo.backends.common import aot_autograd
-from torch.utils import _pytree as pytree
 
 from torch._dynamo.exc import RestartAnalysis
 
@@ -28,6 +25,7 @@ from . import partition, precompile, user_passes
 from .direct_call import direct_call
 from .compiled import CompiledAtenGraph, EagerFallback, dynamo_static_indices, FxcppCompileError, InterpretedGraph, dump
 from .options import Options
+from .specialized import ShapeSpecialized
 from .user_passes import FxcppPassError
 
 log = logging.getLogger("fxcpp")
@@ -65,7 +63,7 @@ def _interpret(gm: fx.GraphModule):
     return run
 
 
-def _compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eager_fn, static_hint=None):
+def compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eager_fn, static_hint=None):
     """Compile a torch-level graph; on failure apply Options.fallback. static_hint: which of
     aot's inputs hold parameters and buffers, outside Dynamo (which records them itself)."""
     subdir = f"graph{next(_dynamo_graph_ids)}"
@@ -112,7 +110,7 @@ def _compile_with_opaque(gm: fx.GraphModule, opts: Options):
     for name in names:
         call = next(n for n in parent.graph.nodes if n.op == "call_module" and n.target == name)
         hint = {k for k, a in enumerate(call.args) if isinstance(a, fx.Node) and a.name in static}
-        setattr(parent, name, _ShapeSpecialized(parent.get_submodule(name), opts, static_hint=hint))
+        setattr(parent, name, ShapeSpecialized(parent.get_submodule(name), opts, static_hint=hint))
     log.info("fxcpp: torch.fx.wrap functions run in the Interpreter: %s",
              [n.format_node() for n in partition.opaque_nodes(parent)])
     return InterpretedGraph(parent, opts)
@@ -125,84 +123,5 @@ def backend(gm: fx.GraphModule, example_inputs, *, mode=None, options=None):
         log.info("fxcpp: mode=%r has no effect yet; compiling with the defaults", mode)
     saving = precompile.precompiling()  # torch's aot_compile asks for something it can save
     with precompile.compiling_plainly() if saving else contextlib.nullcontext():
-        fn = _compile_torch_graph(gm, example_inputs, opts, gm.forward)
+        fn = compile_torch_graph(gm, example_inputs, opts, gm.forward)
     return precompile.PrecompiledGraph.of(gm, opts, fn) if saving else fn
-
-
-def _signature(args) -> tuple:
-    sig = []
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            sig.append((tuple(a.shape), a.stride(), a.dtype, a.device, a.requires_grad))
-        else:
-            sig.append((type(a), a))
-    return tuple(sig)
-
-
-class _ShapeSpecialized(torch.nn.Module):
-    """A GraphModule compiled per concrete input signature (LRU, Options.plan_cache_size).
-    aot needs a flat tuple output: a flat copy is compiled and its output rebuilt.
-    static_hint: which positional inputs hold parameters or buffers; the module's own
-    parameters and buffers are static too (aot lifts them, in this order, before the inputs)."""
-
-    def __init__(self, gm: fx.GraphModule, opts: Options, static_hint=frozenset()):
-        super().__init__()
-        self.flat, self.out_spec = _flat_output_copy(gm)
-        self.opts = opts
-        lifted = (len(list(self.flat.named_parameters(remove_duplicate=False)))
-                  + len(list(self.flat.named_buffers(remove_duplicate=False))))
-        self.static_hint = set(range(lifted)) | {lifted + k for k in static_hint}
-        self.cache: collections.OrderedDict = collections.OrderedDict()
-        self.lock = threading.Lock()
-
-    def compiled_for(self, args):
-        key = _signature(args)
-        with self.lock:
-            fn = self.cache.get(key)
-            if fn is not None:
-                self.cache.move_to_end(key)
-                return fn
-        fn = _compile_torch_graph(self.flat, list(args), self.opts, self.flat.forward, self.static_hint)
-        with self.lock:
-            self.cache[key] = fn
-            while len(self.cache) > self.opts.plan_cache_size:
-                self.cache.popitem(last=False)
-        return fn
-
-    def forward(self, *args):
-        outs = self.compiled_for(args)(*args)
-        return pytree.tree_unflatten(list(outs), self.out_spec)
-
-
-def _flat_output_copy(gm: fx.GraphModule):
-    """A copy of gm returning a flat tuple, and the spec to rebuild the output."""
-    graph = fx.Graph()
-    env = {}
-    spec = None
-    for node in gm.graph.nodes:
-        if node.op == "output":
-            leaves, spec = pytree.tree_flatten(node.args[0])
-            graph.output(tuple(env[x] if isinstance(x, fx.Node) else x for x in leaves))
-        else:
-            env[node] = graph.node_copy(node, lambda n: env[n])
-    return fx.GraphModule(gm, graph), spec
-
-
-class CompiledModule:
-    """What fxcpp.compile returns: call it like the GraphModule."""
-
-    def __init__(self, gm: fx.GraphModule, example_inputs, opts: Options):
-        self.compiled = _ShapeSpecialized(gm, opts)
-        if example_inputs is not None:  # compile now, so errors surface here
-            self.compiled.compiled_for(list(example_inputs))
-
-    def __call__(self, *args):
-        return self.compiled(*args)
-
-
-def compile(gm: fx.GraphModule, example_inputs=None, options=None) -> CompiledModule:  # noqa: A001
-    """Compile any GraphModule (symbolic_trace output, hand-edited graphs) with fxcpp."""
-    if not isinstance(gm, fx.GraphModule):
-        raise TypeError(f"fxcpp.compile takes a torch.fx.GraphModule, got {type(gm).__name__}; "
-                        "for a module or function use torch.compile(m, backend='fxcpp')")
-    return CompiledModule(gm, example_inputs, Options.parse(options))

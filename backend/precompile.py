@@ -112,10 +112,10 @@ class PrecompiledGraph(SerializableCallable):
         if fn is None:
             with self._lock:
                 if self.fn is None:
-                    from .compiler import _compile_torch_graph
+                    from .compiler import compile_torch_graph
 
                     gm = self.graph_module
-                    self.fn = _compile_torch_graph(gm, list(args), self.options, gm.forward, self.static)
+                    self.fn = compile_torch_graph(gm, list(args), self.options, gm.forward, self.static)
                 fn = self.fn
         return fn(*args)
 
