@@ -16,13 +16,14 @@ from .compiler import backend
 from .direct_api import compile  # noqa: A004
 from .explain import Report, explain
 from .options import Options
+from .shape_prop import shape_prop
 from .user_passes import FxcppPassError
 from .verify import FxcppVerifyError
 
 FxcppNodeError = _C.FxcppNodeError
 
 __all__ = ["backend", "compile", "explain", "Options", "Report", "FxcppCompileError", "FxcppVerifyError", "FxcppNodeError",
-           "FxcppPassError", "passes"]
+           "FxcppPassError", "passes", "shape_prop"]
 
 
 def _configure_logging():

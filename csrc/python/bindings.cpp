@@ -9,6 +9,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/Device.h>
+#include <torch/csrc/DynamicTypes.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/Layout.h>
 #include <torch/csrc/MemoryFormat.h>
@@ -226,6 +227,28 @@ PYBIND11_MODULE(_C, m) {
         for (const auto& v : g.values())
           if (v->name == name) return meta_to_python(v->meta);
         throw py::key_error(name);
+      })
+      // Every value's meta by id (lowering's env holds the ids): None, or (torch.dtype, sizes,
+      // strides or None when unknown, device str); a symbolic dim is its expression.
+      // fxcpp.shape_prop reads these after the shape_propagation pass.
+      .def("value_metas", [](const Graph& g) {
+        py::list out;
+        for (const auto& v : g.values()) {
+          if (!v->meta) {
+            out.append(py::none());
+            continue;
+          }
+          const TensorMeta& m = *v->meta;
+          auto dims = [](const std::vector<Dim>& ds) {
+            py::list l;
+            for (const Dim& d : ds) d.is_static() ? l.append(d.value) : l.append(d.sym);
+            return l;
+          };
+          py::object dtype = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(torch::getTHPDtype(m.dtype)));
+          out.append(py::make_tuple(dtype, dims(m.sizes), m.strides.empty() && !m.sizes.empty() ? py::object(py::none()) : py::object(dims(m.strides)),
+                                    m.device.str()));
+        }
+        return out;
       })
       // The fusion nodes, for tests and tools: one dict per node with a FusedOp.
       // Names of the computed values the static_values pass marked (inputs excluded).
