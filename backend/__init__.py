@@ -16,6 +16,7 @@ from .compiler import backend
 from .direct_api import compile  # noqa: A004
 from .explain import Report, explain
 from .options import Options
+from .saved_plan import FxcppSaveError, save
 from .shape_prop import shape_prop
 from .user_passes import FxcppPassError
 from .verify import FxcppVerifyError
@@ -23,7 +24,8 @@ from .verify import FxcppVerifyError
 FxcppNodeError = _C.FxcppNodeError
 
 __all__ = ["backend", "compile", "explain", "Options", "Report", "FxcppCompileError", "FxcppVerifyError", "FxcppNodeError",
-           "FxcppPassError", "passes", "shape_prop"]
+           "FxcppPassError", "passes", "shape_prop",
+           "save", "FxcppSaveError"]
 
 
 def _configure_logging():

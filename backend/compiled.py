@@ -175,6 +175,7 @@ class CompiledAtenGraph:
         self.parent: fx.GraphModule | None = None
         self.partitions: dict[str, CppPartition] = {}
         self.interp_times: dict | None = None
+        self.capture: list | None = None
         self.user_passes = list(pass_records or ())  # user_passes.PassRecord: what Options' passes did
         dump(opts, dump_subdir, f"{kind}_aten.py", gm.code)
         self.static = static_inputs(gm, kind, static_hint)
@@ -228,6 +229,8 @@ class CompiledAtenGraph:
         self.fallbacks.append(msg)
 
     def __call__(self, args: list):
+        if self.capture is not None:  # fxcpp.save takes the weights from a call's arguments
+            self.capture.append(list(args))
         if self.opts.verify:
             from .verify import verified_call
 

@@ -138,15 +138,16 @@ def _return_kind(ret) -> str:
     return {"int": "int", "SymInt": "int", "float": "float", "bool": "bool"}.get(t, "any")
 
 
-def lower_graph(gm: fx.GraphModule, keep_meta: bool = True, static=frozenset()) -> tuple[_C.Graph, dict]:
+def lower_graph(gm: fx.GraphModule, keep_meta: bool = True, static=frozenset(), graph=None) -> tuple[_C.Graph, dict]:
     """Build the C++ graph of `gm`. Returns (graph, env) where env maps FX nodes to value ids.
 
     static: the placeholder positions that hold the same tensor at every call (parameters
     and buffers): kernels may keep packed copies of them, and what is computed only from
     them is kept between calls. Unknown means none.
     keep_meta=False drops the traced metas of computed values (inputs keep theirs),
-    so tests can check that shape propagation alone recomputes them."""
-    g = _C.Graph()
+    so tests can check that shape propagation alone recomputes them.
+    graph: build into this object instead of a new _C.Graph (fxcpp.save records the calls)."""
+    g = _C.Graph() if graph is None else graph
     env: dict = {}
     position = 0
     for node in gm.graph.nodes:

@@ -23,6 +23,7 @@
 #include "runtime/cpu/fused_call.h"
 #include "runtime/executor.h"
 #include "runtime/host.h"
+#include "runtime/saved_plan.h"
 #include "runtime/cpu/isa.h"
 #ifdef FXCPP_HAS_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
@@ -372,6 +373,26 @@ PYBIND11_MODULE(_C, m) {
     return out;
   });
   m.def("prim_names", &prim_names);
+  // fxcpp.save: a constant as the builder receives it (dtypes, layouts, memory formats as ints;
+  // a device as ("device", str)), so the C++ loader replays the same calls.
+  m.def("plan_constant", [](py::handle o) -> py::object {
+    const c10::IValue v = to_ivalue(o);
+    if (v.isDevice()) return py::make_tuple("device", v.toDevice().str());
+    return to_python(v);
+  });
+  // The C++ loader fxcpp_run uses (runtime/saved_plan.h), from Python: tests check a file
+  // loads to the same plan without building the runner.
+  m.def("run_saved_plan", [](const std::string& path, py::sequence inputs) {
+    const SavedPlan plan = load_saved_plan(path);
+    std::vector<at::Tensor> ins;
+    for (auto x : inputs) ins.push_back(to_ivalue(x).toTensor());
+    std::vector<c10::IValue> outs;
+    {
+      py::gil_scoped_release no_gil;
+      outs = plan.run(ins);
+    }
+    return to_python_list(outs);
+  });
   m.def("run_pass", [](Graph& g, const std::string& name, bool verify_each) {
     g.check_mutable("run a pass");
     PassContext ctx;

@@ -1,0 +1,28 @@
+// A compiled plan saved by fxcpp.save (backend/saved_plan.py) and run without Python: the
+// lowered ATen graph as the builder calls that made it, the options that shape the plan, and
+// the values of its static inputs (the weights). Loading replays the calls, runs the same pass
+// pipeline and builds the Executable, so the plan is the one Python would build on this host.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+
+namespace fxcpp {
+
+class Executable;
+
+struct SavedPlan {
+  std::shared_ptr<const Executable> exe;
+  std::vector<c10::IValue> graph_inputs;  // per graph input: its saved weight, or None (the caller's)
+  size_t num_user_inputs = 0;
+  // The caller's inputs in order, weights filled in from the file.
+  std::vector<c10::IValue> run(const std::vector<at::Tensor>& inputs) const;
+};
+
+// Throws std::invalid_argument naming what is wrong with the file.
+SavedPlan load_saved_plan(const std::string& path);
+
+}  // namespace fxcpp
