@@ -51,7 +51,16 @@ def two_outputs(x, y):
     return (m[0] * y.sum(), x.t().contiguous(), x.shape[0])
 
 
+import test_e2e_models as e2e  # noqa: E402  (the end-to-end tests' models join the zoo)
+
 ZOO = {
+    "e2e_mlp": (e2e.MLP, lambda: [torch.randn(4, 16)]),
+    "e2e_conv_bn": (lambda: e2e._randomize_bn(e2e.ConvBN()), lambda: [torch.randn(2, 3, 16, 16)]),
+    "e2e_residual_block": (lambda: e2e._randomize_bn(e2e.ResidualBlock()), lambda: [torch.randn(2, 8, 10, 10)]),
+    "e2e_sdpa_attention": (lambda: e2e.Attention(causal=True), lambda: [torch.randn(2, 6, 32)]),
+    "e2e_layernorm_gelu": (e2e.LNGelu, lambda: [torch.randn(2, 5, 32)]),
+    "e2e_embeddings": (e2e.Embed, lambda: [torch.randint(0, 50, (3, 7))]),
+    "e2e_transformer_block": (e2e.TransformerBlock, lambda: [torch.randn(2, 6, 32)]),
     "cnn": (cnn, lambda: [torch.randn(2, 3, 8, 8)]),
     "attention": (Attention, lambda: [torch.randn(2, 6, 32)]),
     "resnet_block_channels_last": (Block, lambda: [torch.randn(2, 8, 6, 6).contiguous(memory_format=torch.channels_last)]),
