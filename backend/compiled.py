@@ -176,6 +176,8 @@ class CompiledAtenGraph:
         self.partitions: dict[str, CppPartition] = {}
         self.interp_times: dict | None = None
         self.capture: list | None = None
+        # aot's ViewAndMutationMeta for this graph (input mutations, output aliases): fxcpp.save reads it.
+        self.aot_meta = getattr(torch._guards.TracingContext.try_get(), "fw_metadata", None)
         self.user_passes = list(pass_records or ())  # user_passes.PassRecord: what Options' passes did
         dump(opts, dump_subdir, f"{kind}_aten.py", gm.code)
         self.static = static_inputs(gm, kind, static_hint)

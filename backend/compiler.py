@@ -63,18 +63,21 @@ def _interpret(gm: fx.GraphModule):
     return run
 
 
-def compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eager_fn, static_hint=None):
+def compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eager_fn, static_hint=None,
+                        pass_records=None):
     """Compile a torch-level graph; on failure apply Options.fallback. static_hint: which of
-    aot's inputs hold parameters and buffers, outside Dynamo (which records them itself)."""
+    aot's inputs hold parameters and buffers, outside Dynamo (which records them itself).
+    pass_records: what pre passes a caller already ran did (its opts then have none)."""
     subdir = f"graph{next(_dynamo_graph_ids)}"
     dump(opts, subdir, "torch_graph.py", gm.code)
-    records: list = []
+    records: list = list(pass_records or ())
     if opts.pre_passes:  # on a copy of the graph: the caller's (and a plan cache's next compile) stays as it was
         gm = user_passes.apply(_graph_copy(gm), opts.pre_passes, "pre", opts, subdir, records)
         eager_fn = gm.forward
+        opts = opts.replace(pre_passes=())  # run once: the pieces of a torch.fx.wrap split must not run them again
     try:
         if partition.opaque_nodes(gm):
-            return _compile_with_opaque(gm, opts)
+            return _compile_with_opaque(gm, opts, records)
         compiled: list = []
         fn = _aot_backend(opts, subdir, static_hint, compiled, records)(gm, example_inputs)
         return direct_call(gm, example_inputs, compiled, opts) or fn
@@ -95,13 +98,21 @@ def _graph_copy(gm: fx.GraphModule) -> fx.GraphModule:
     and parameters: a pass may rewrite the copy's graph and set new attributes on it freely."""
     graph = fx.Graph()
     graph._codegen = copy.deepcopy(gm.graph._codegen)  # Dynamo's graphs flatten their inputs with pytree
-    graph.output(graph.graph_copy(gm.graph, {}))
+    val_map: dict = {}
+    graph.output(graph.graph_copy(gm.graph, val_map))
     out = fx.GraphModule(gm, graph)
     out.meta.update(gm.meta)
+    # What aot reads to find Dynamo's parameters (static inputs): without it a pass would turn
+    # every weight into a per-call input (never packed, never cached).
+    if hasattr(gm, "_param_name_to_source"):
+        out._param_name_to_source = gm._param_name_to_source
+    for old, new in val_map.items():
+        if hasattr(old, "_dynamo_source"):
+            new._dynamo_source = old._dynamo_source
     return out
 
 
-def _compile_with_opaque(gm: fx.GraphModule, opts: Options):
+def _compile_with_opaque(gm: fx.GraphModule, opts: Options, pass_records=()):
     """torch.fx.wrap functions stay in the parent graph (Interpreter); each traceable
     partition compiles through aot at its first call per input signature."""
     placeholders = list(gm.graph.find_nodes(op="placeholder"))
@@ -110,7 +121,7 @@ def _compile_with_opaque(gm: fx.GraphModule, opts: Options):
     for name in names:
         call = next(n for n in parent.graph.nodes if n.op == "call_module" and n.target == name)
         hint = {k for k, a in enumerate(call.args) if isinstance(a, fx.Node) and a.name in static}
-        setattr(parent, name, ShapeSpecialized(parent.get_submodule(name), opts, static_hint=hint))
+        setattr(parent, name, ShapeSpecialized(parent.get_submodule(name), opts, static_hint=hint, pass_records=pass_records))
     log.info("fxcpp: torch.fx.wrap functions run in the Interpreter: %s",
              [n.format_node() for n in partition.opaque_nodes(parent)])
     return InterpretedGraph(parent, opts)

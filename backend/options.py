@@ -64,9 +64,15 @@ class Options:
                 raise ValueError(f"fxcpp: Options.{field} takes callables GraphModule -> GraphModule | None or "
                                  f"(pattern, replacement) pairs; got {bad!r}")
             setattr(self, field, passes)
-        if self.decompositions is not None and not (isinstance(self.decompositions, dict)
-                                                    and all(callable(v) for v in self.decompositions.values())):
-            raise ValueError("fxcpp: Options.decompositions must be a dict {OpOverload: callable}")
+        if self.decompositions is not None:
+            import torch
+
+            if not (isinstance(self.decompositions, dict) and all(callable(v) for v in self.decompositions.values())):
+                raise ValueError("fxcpp: Options.decompositions must be a dict {OpOverload: callable}")
+            packets = [k for k in self.decompositions if not isinstance(k, torch._ops.OpOverload)]
+            if packets:  # aot looks ops up by overload: a packet key would be silently ignored
+                raise ValueError(f"fxcpp: Options.decompositions keys must be OpOverloads (aten.gelu.default, "
+                                 f"not aten.gelu); got {packets}")
         if self.plan_cache_size < 1:
             raise ValueError("fxcpp: Options.plan_cache_size must be at least 1")
 

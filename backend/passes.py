@@ -80,7 +80,13 @@ def fuse_conv_bn(gm: fx.GraphModule) -> fx.GraphModule:
         if conv.training or bn.training or not bn.track_running_stats or len(conv_node.users) != 1:
             continue
         fused = fuse_conv_bn_eval(conv, bn)  # a deep copy of conv with the BatchNorm folded in
-        name = conv_node.target.replace(".", "_") + "_bn_folded"
+        # One name per (conv, BatchNorm) pair: a conv called twice, each time before its own
+        # BatchNorm, folds twice.
+        base = f"{conv_node.target}_{bn_node.target}_folded".replace(".", "_")
+        name, k = base, 0
+        while hasattr(gm, name):
+            k += 1
+            name = f"{base}_{k}"
         gm.add_submodule(name, fused)
         with gm.graph.inserting_before(conv_node):
             new = gm.graph.call_module(name, conv_node.args, conv_node.kwargs)
@@ -129,9 +135,11 @@ def decompose(rules: dict):
                 out = rules[n.target](*args, **kwargs)
                 if not isinstance(out, fx.Proxy):
                     raise TypeError(f"the rule for {n.target} returned a {type(out).__name__}, not the traced value "
-                                    f"of its arguments (node {n.name!r})")
+                                    f"of its arguments (node {n.name!r}; a rule returns one value: nodes with "
+                                    "several outputs are not decomposed)")
+                if out.node not in env.values():  # a new node (not an input handed back): the value it stands for
+                    out.node.meta.update(n.meta)
                 env[n] = out.node
-                env[n].meta.update(n.meta)  # the value it stands for: shape, dtype
             else:
                 env[n] = graph.node_copy(n, lambda a: env[a])
         gm.graph = graph

@@ -141,13 +141,46 @@ def load(path, fn=None, options: dict | None = None):
         if not isinstance(art.compiled_fn, PrecompiledGraph):
             raise RuntimeError(f"not compiled by fxcpp (backend {art.backend_name!r})")
         code = getattr(fn, "__code__", None)
-        if code is not None and (art.original_code.co_code != code.co_code or art.original_code.co_names != code.co_names):
-            raise RuntimeError(f"saved from {art.original_code.co_name!r}, not from {code.co_name!r}")
-        return loaded
+        if code is not None and _code_key(art.original_code) != _code_key(code):
+            raise RuntimeError(f"saved from another version of {art.original_code.co_name!r} (its code differs)")
+        return loaded if fn is None else _FallsBackOnGuardFailure(loaded, fn, options, path)
     except Exception as e:  # noqa: BLE001 - any damage: never trusted, compiled afresh
         if fn is None:
             raise
         warnings.warn(f"fxcpp: precompiled function {os.fspath(path)!r} not used ({type(e).__name__}: "
                       f"{str(e)[:200]}); compiling {getattr(fn, '__qualname__', fn)!r} from scratch")
-        opts = {"guard_filter_fn": keep_serializable_guards_unsafe, **(options or {})}
-        return torch.compile(fn, fullgraph=True, backend="fxcpp", options=opts)
+        return _cold(fn, options)
+
+
+def _cold(fn, options):
+    opts = {"guard_filter_fn": keep_serializable_guards_unsafe, **(options or {})}
+    return torch.compile(fn, fullgraph=True, backend="fxcpp", options=opts)
+
+
+def _code_key(code) -> tuple:
+    """What makes two functions the same program: bytecode, names, and constants (nested code
+    objects compared the same way; file names and line numbers left out, so a service may ship
+    the file to another path)."""
+    consts = tuple(_code_key(c) if hasattr(c, "co_code") else (type(c).__name__, repr(c)) for c in code.co_consts)
+    return code.co_code, code.co_names, code.co_varnames, code.co_freevars, consts
+
+
+class _FallsBackOnGuardFailure:
+    """A loaded function whose guards reject a call (another kind of model, other shapes than it
+    was saved for) warns once and compiles `fn` afresh instead of raising."""
+
+    def __init__(self, loaded, fn, options, path):
+        self.loaded, self.fn, self.options, self.path = loaded, fn, options, path
+        self._cold = None
+
+    def __call__(self, *args, **kwargs):
+        if self._cold is None:
+            try:
+                return self.loaded(*args, **kwargs)
+            except RuntimeError as e:
+                if "GuardManager check failed" not in str(e):
+                    raise
+                warnings.warn(f"fxcpp: precompiled function {os.fspath(self.path)!r} does not fit this call "
+                              f"({str(e)[:200]}); compiling {getattr(self.fn, '__qualname__', self.fn)!r} from scratch")
+                self._cold = _cold(self.fn, self.options)
+        return self._cold(*args, **kwargs)

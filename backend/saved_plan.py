@@ -56,13 +56,16 @@ class _RecordingGraph:
     """Stands in for _C.Graph while lowering: builds the real graph (so errors surface here)
     and keeps each builder call in the form the C++ loader replays."""
 
-    def __init__(self, static_values: dict):
-        self.g, self.calls, self.static_values, self.position = _C.Graph(), [], static_values, 0
+    def __init__(self, saved_values: dict, user_index: dict):
+        self.g, self.calls, self.position = _C.Graph(), [], 0
+        self.saved_values, self.user_index = saved_values, user_index
 
     def add_input(self, name, kind, meta, is_static=False):
-        value = self.static_values.get(self.position) if is_static else None
+        # ("input", name, kind, meta, is_static, saved value or None, the caller's argument index or None)
+        k = self.position
         self.position += 1
-        self.calls.append(("input", name, kind, _meta(meta), bool(is_static), value))
+        self.calls.append(("input", name, kind, _meta(meta), bool(is_static), self.saved_values.get(k),
+                           self.user_index.get(k)))
         return self.g.add_input(name, kind, meta, is_static)
 
     def add_constant(self, name, value):
@@ -85,7 +88,9 @@ def save(model_or_fn, path, *example_inputs, options=None) -> None:
     from .compiler import backend
 
     for x in example_inputs:
-        if isinstance(x, torch.Tensor) and x.device.type != "cpu":
+        if not isinstance(x, torch.Tensor):
+            raise FxcppSaveError(f"fxcpp.save: an example input is a {type(x).__name__}; the runner takes tensors")
+        if x.device.type != "cpu":
             raise FxcppSaveError(f"fxcpp.save: an input is on {x.device}; the runner runs CPU plans")
     opts = Options.parse(options).replace(profile=True)  # profile: calls go through CompiledAtenGraph, which captures
     compiled = torch.compile(model_or_fn, backend=functools.partial(backend, options=opts), dynamic=False)
@@ -110,13 +115,42 @@ def save(model_or_fn, path, *example_inputs, options=None) -> None:
             captured, g.capture = g.capture, None
     if len(captured) != 1:
         raise FxcppSaveError("fxcpp.save: the compiled graph was not called once on the second call")
+    _check_no_runtime_work(g.aot_meta)
     args = captured[0]
-    # Plain tensors: LibTorch's unpickler knows no Parameter.
-    static_values = {i: args[i].detach() if isinstance(args[i], torch.Tensor) else args[i] for i in g.static}
-    rec = _RecordingGraph(static_values)
+    # Which of the caller's arguments each graph input is (Dynamo orders its inputs by first use,
+    # not by argument); anything else (a weight, a buffer, a tensor the model holds) is saved.
+    user_index, saved = {}, {}
+    for k, a in enumerate(args):
+        j = next((j for j, x in enumerate(example_inputs) if a is x), None)
+        if j is not None and k not in g.static:
+            user_index[k] = j
+        elif isinstance(a, torch.Tensor):
+            saved[k] = a.detach()  # a plain tensor: LibTorch's unpickler knows no Parameter
+        else:
+            raise FxcppSaveError(f"fxcpp.save: graph input {k} is a {type(a).__name__}, not a tensor from the "
+                                 "example inputs or the model")
+    rec = _RecordingGraph(saved, user_index)
     lowering.lower_graph(g.gm, static=g.static, graph=rec)
     foreign = sorted({c[2] for c in rec.calls if c[0] == "node" and c[2].split("::")[0] not in _LIBTORCH_NAMESPACES})
     if foreign:  # registered from Python (torch.library) or by another library: not in the runner
         raise FxcppSaveError(f"fxcpp.save: the graph calls {', '.join(foreign)}, which LibTorch alone does not have")
     torch.save({"format": FORMAT, "version": VERSION, "calls": rec.calls, "pack_weights": opts.pack_weights,
-                "disabled_passes": list(opts.disable_passes)}, path)
+                "disabled_passes": list(opts.disable_passes), "num_inputs": len(example_inputs)}, path)
+
+
+def _check_no_runtime_work(meta) -> None:
+    """The runner runs the graph alone: refuse what aot's runtime wrappers would have to do
+    around it (write mutated inputs back, rebuild aliased outputs, thread effect tokens)."""
+    if meta is None:
+        raise FxcppSaveError("fxcpp.save: aot_autograd's metadata for the graph is not available")
+    if any(i.mutates_data or i.mutates_metadata for i in meta.input_info):
+        raise FxcppSaveError("fxcpp.save: the model writes to an input or a buffer (a train-mode BatchNorm's "
+                             "running stats, an in-place op on an argument); the runner returns outputs only")
+    from torch._functorch._aot_autograd.schemas import OutputType
+
+    if any(o.output_type != OutputType.non_alias for o in meta.output_info):
+        raise FxcppSaveError("fxcpp.save: an output is a view of an input or of another output; the runner "
+                             "returns fresh tensors only")
+    if meta.num_intermediate_bases or getattr(meta, "tokens", None):
+        raise FxcppSaveError("fxcpp.save: aot_autograd adds runtime work around this graph (effect tokens or "
+                             "intermediate bases)")

@@ -3,24 +3,21 @@ GraphModule, written where torch.fx.passes.shape_prop.ShapeProp writes it:
 node.meta["tensor_meta"] (a TensorMetadata: shape, dtype, requires_grad, stride,
 memory_format, is_quantized, qparams), so a user can call ours where they called that.
 
-How: the graph runs once on the example inputs, as ShapeProp runs it (on FakeTensors when
-the inputs are FakeTensors, then with no real compute), so every value, tensor or not, flows
-to the nodes after it. Each tensor-producing node's shape and dtype then come from the C++
-shape_propagation pass, node by node: the node (an ATen op, a call_module, a torch function,
-a Tensor method) is traced to its ATen ops alone, on its inputs' values, and those are lowered
-with only their inputs' metas. The C++ pass keeps no strides, so strides, memory
-format and requires_grad come from that run. A node the C++ core has no rule for keeps the
-run's meta; node.meta["fxcpp_shape_source"] says which ("fxcpp" or "run"). Where the two
-disagree on a shape or dtype, that is a fxcpp shape-rule bug and it raises,
-naming the node.
+How: the graph runs once on the (real) example inputs, as ShapeProp runs it, so every value,
+tensor or not, flows to the nodes after it. Each tensor-producing node is then traced alone
+to its ATen ops, on FakeTensors shaped as its inputs were when it ran (no real compute, no
+side effect run twice), and those are lowered with only their inputs' metas: the C++
+shape_propagation pass gives the node's shape and dtype. They must equal the run's (else
+FxcppShapeError, naming the node: a fxcpp shape-rule bug); the C++ pass keeps no strides, so
+the TensorMetadata written is the run's. node.meta["fxcpp_shape_source"] says whether the C++
+rules gave the node's shapes ("fxcpp") or the core had no rule or could not take the op
+("run", with the reason in node.meta["fxcpp_shape_error"]).
 """
 from __future__ import annotations
 
-import contextlib
-
 import torch
 import torch.fx as fx
-from torch._subclasses.fake_tensor import FakeTensor
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.fx.passes.shape_prop import TensorMetadata, _extract_tensor_metadata
 from torch.utils import _pytree as pytree
@@ -33,19 +30,28 @@ class FxcppShapeError(RuntimeError):
 
 
 class _Run(fx.Interpreter):
-    """Keeps each node's value, and its tensors' metadata as they were when the node ran (a
-    later in-place op, as_strided_ say, may restride the same tensor object)."""
+    """Runs the graph as ShapeProp does. Keeps each node's value, its tensors' metadata, and a
+    FakeTensor stand-in for each of them, both as they were when the node ran (a later in-place
+    op, as_strided_ or unsqueeze_ say, may change the same tensor object)."""
 
-    def __init__(self, gm, mode):
+    def __init__(self, gm):
         super().__init__(gm)
-        self.mode, self.vals, self.metas = mode, {}, {}
+        self.vals, self.metas, self.fakes = {}, {}, {}
+        self.mode = FakeTensorMode(allow_non_fake_inputs=True)  # the module's weights stay real tensors
 
     def run_node(self, n):
-        with self.mode if self.mode is not None else contextlib.nullcontext():
-            out = super().run_node(n)
+        out = super().run_node(n)
         self.vals[n] = out
         self.metas[n] = [_extract_tensor_metadata(v) for v in _tensors(out)]
+        self.fakes[n] = fx.node.map_aggregate(out, self._fake)
         return out
+
+    def _fake(self, v):
+        if not isinstance(v, torch.Tensor):
+            return v
+        with self.mode:
+            f = torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device)
+        return f.requires_grad_(v.requires_grad) if v.requires_grad else f
 
 
 def _tensors(value) -> list:
@@ -73,11 +79,13 @@ def _cpp_metas_of_aten_graph(gm: fx.GraphModule, placeholder_vals: list) -> tupl
     return g.value_metas(), env
 
 
-def _node_alone(gm: fx.GraphModule, n: fx.Node, vals: dict):
-    """n's own ATen graph (traced from the values its inputs had in the run), and those inputs."""
+def _node_alone(gm: fx.GraphModule, n: fx.Node, fakes: dict, mode):
+    """n's own ATen graph, traced on FakeTensors with its inputs' metadata as the run had them
+    (no real compute, so an in-place op or a BatchNorm's running stats are not run twice), and
+    those inputs."""
     leaves, spec = pytree.tree_flatten((n.args, n.kwargs))
-    tensor_pos = [i for i, a in enumerate(leaves) if isinstance(a, fx.Node) and isinstance(vals[a], torch.Tensor)]
-    const = [vals[a] if isinstance(a, fx.Node) else a for a in leaves]
+    tensor_pos = [i for i, a in enumerate(leaves) if isinstance(a, fx.Node) and isinstance(fakes[a], torch.Tensor)]
+    const = [fakes[a] if isinstance(a, fx.Node) else a for a in leaves]
     target = gm.get_submodule(n.target) if n.op == "call_module" else n.target
 
     def call(*tensors):
@@ -89,16 +97,9 @@ def _node_alone(gm: fx.GraphModule, n: fx.Node, vals: dict):
             return getattr(args[0], target)(*args[1:], **kwargs)
         return target(*args, **kwargs)
 
-    inputs = [vals[leaves[i]] for i in tensor_pos]
-    return make_fx(call, tracing_mode="real")(*inputs), inputs
-
-
-def _meta_from(cpp, ran: TensorMetadata) -> TensorMetadata:
-    """TensorMetadata with the C++ shape and dtype, the run's strides and the rest."""
-    if cpp is None or not all(isinstance(s, int) for s in cpp[1]):
-        return ran
-    t = torch.empty_strided(cpp[1], ran.stride, dtype=cpp[0], device="meta")
-    return _extract_tensor_metadata(t)._replace(requires_grad=ran.requires_grad)
+    inputs = [fakes[leaves[i]] for i in tensor_pos]
+    with mode:
+        return make_fx(call, tracing_mode="real")(*inputs), inputs
 
 
 def _check(n: fx.Node, cpp, ran: TensorMetadata):
@@ -115,29 +116,34 @@ def shape_prop(gm: fx.GraphModule, *example_inputs) -> fx.GraphModule:
     """Write node.meta["tensor_meta"] (and "fxcpp_shape_source", "type") on every node of gm
     whose value holds a tensor, shaped like the value as ShapeProp does (a tuple of
     TensorMetadata for a tuple of tensors, non-tensor leaves as they are); returns gm."""
-    fake = [x for x in example_inputs if isinstance(x, FakeTensor)]
-    run = _Run(gm, fake[0].fake_mode if fake else None)
+    if any(isinstance(x, FakeTensor) for x in example_inputs):
+        raise TypeError("fxcpp.shape_prop takes real example inputs (it runs the graph once, as ShapeProp does "
+                        "without a fake mode); got a FakeTensor")
+    run = _Run(gm)
     run.run(*example_inputs)  # with autograd as the caller has it: requires_grad is recorded, as ShapeProp does
     for n in gm.graph.nodes:
-        ran = run.metas.get(n)
+        if n not in run.vals:
+            continue
+        out = run.vals[n]
+        n.meta["type"] = type(out)
+        ran = run.metas[n]
         if not ran:
             continue
         cpp: list = []
         if n.op in ("call_function", "call_method", "call_module"):
             try:  # the node's own ATen ops, given its inputs' metas: what the C++ rules make of them
-                sub, inputs = _node_alone(gm, n, run.vals)
+                sub, inputs = _node_alone(gm, n, run.fakes, run.mode)
                 sub_metas, sub_env = _cpp_metas_of_aten_graph(sub, inputs)
                 outs = pytree.tree_leaves(sub.graph.output_node().args[0])
                 cpp = [sub_metas[sub_env[o]] if isinstance(sub_env.get(o), int) else None for o in outs]
-            except lowering.LoweringError:
-                cpp = []  # an op the core cannot take: the run's metas stand
+            except Exception as e:  # noqa: BLE001 - an op the core cannot take, or a data-dependent shape:
+                cpp = []            # the run's metas stand, and the reason is kept
+                n.meta["fxcpp_shape_error"] = f"{type(e).__name__}: {str(e)[:300]}"
         cpp = (cpp + [None] * len(ran))[:len(ran)]
         for c, r in zip(cpp, ran):
-            _check(n, c, r)
-        metas_in_order = iter([_meta_from(c, r) for c, r in zip(cpp, ran)])
-        out = run.vals[n]
+            _check(n, c, r)  # equal shape and dtype, or FxcppShapeError: the metas written are then the run's
+        metas_in_order = iter(ran)
         n.meta["tensor_meta"] = fx.node.map_aggregate(out, lambda v: next(metas_in_order) if isinstance(v, torch.Tensor) else v)
         n.meta["fxcpp_shape_source"] = ("input" if n.op in ("placeholder", "get_attr") else "output" if n.op == "output"
                                         else "fxcpp" if all(c is not None for c in cpp) else "run")
-        n.meta["type"] = type(out)
     return gm

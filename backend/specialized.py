@@ -29,9 +29,17 @@ class ShapeSpecialized(torch.nn.Module):
     static_hint: which positional inputs hold parameters or buffers; the module's own
     parameters and buffers are static too (aot lifts them, in this order, before the inputs)."""
 
-    def __init__(self, gm: fx.GraphModule, opts: Options, static_hint=frozenset()):
+    def __init__(self, gm: fx.GraphModule, opts: Options, static_hint=frozenset(), pass_records=()):
         super().__init__()
         self.flat, self.out_spec = _flat_output_copy(gm)
+        # Pre passes run once, here, on the flat copy (not per signature); the lifted parameters
+        # are counted after them (a pass may fold or add parameters).
+        self.pass_records = list(pass_records)
+        if opts.pre_passes:
+            from . import user_passes
+
+            self.flat = user_passes.apply(self.flat, opts.pre_passes, "pre", opts, "direct", self.pass_records)
+            opts = opts.replace(pre_passes=())
         self.opts = opts
         lifted = (len(list(self.flat.named_parameters(remove_duplicate=False)))
                   + len(list(self.flat.named_buffers(remove_duplicate=False))))
@@ -48,7 +56,7 @@ class ShapeSpecialized(torch.nn.Module):
                 return fn
         from .compiler import compile_torch_graph  # (compiler.py imports this module)
 
-        fn = compile_torch_graph(self.flat, list(args), self.opts, self.flat.forward, self.static_hint)
+        fn = compile_torch_graph(self.flat, list(args), self.opts, self.flat.forward, self.static_hint, self.pass_records)
         with self.lock:
             self.cache[key] = fn
             while len(self.cache) > self.opts.plan_cache_size:

@@ -45,7 +45,9 @@ std::optional<TensorMeta> meta(const c10::IValue& v) {
   auto e = items(v, "a meta");
   if (e.size() != 4) bad("a meta has " + std::to_string(e.size()) + " fields, not 4");
   TensorMeta m;
-  m.dtype = static_cast<c10::ScalarType>(e[0].toInt());
+  const int64_t dtype = e[0].toInt();
+  if (dtype < 0 || dtype >= static_cast<int64_t>(c10::ScalarType::NumOptions)) bad("unknown dtype code " + std::to_string(dtype));
+  m.dtype = static_cast<c10::ScalarType>(dtype);
   m.sizes = dims(e[1]);
   if (!e[2].isNone()) m.strides = dims(e[2]);
   m.device = c10::Device(e[3].toStringRef());
@@ -111,10 +113,12 @@ SavedPlan load_saved_plan(const std::string& path) {
   for (const auto& call : items(field(d, "calls"), "calls")) {
     auto e = items(call, "a call");
     const std::string& op = e.at(0).toStringRef();
-    if (op == "input") {  // ("input", name, kind, meta, is_static, value or None)
+    if (op == "input") {  // ("input", name, kind, meta, is_static, saved value or None, argument index or None)
       g->add_input(e.at(1).toStringRef(), kind(e.at(2).toStringRef()), meta(e.at(3)), e.at(4).toBool());
-      plan.graph_inputs.push_back(e.at(5));
-      plan.num_user_inputs += e.at(5).isNone();
+      const c10::IValue& index = e.at(6);
+      if (index.isNone() && !e.at(5).isTensor()) bad("input '" + e.at(1).toStringRef() + "' has neither a value nor an argument");
+      plan.user_index.push_back(index.isNone() ? -1 : index.toInt());
+      plan.saved.push_back(e.at(5));
     } else if (op == "constant") {  // ("constant", name, value)
       g->add_constant(e.at(1).toStringRef(), constant(e.at(2)), std::nullopt);
     } else if (op == "node") {  // ("node", name, target, args, kwargs [(k, arg)], fx_repr, outputs [(kind, meta)])
@@ -139,6 +143,10 @@ SavedPlan load_saved_plan(const std::string& path) {
       bad("unknown call '" + op + "'");
     }
   }
+  plan.num_user_inputs = static_cast<size_t>(field(d, "num_inputs").toInt());
+  for (int64_t i : plan.user_index)
+    if (i >= static_cast<int64_t>(plan.num_user_inputs)) bad("an input reads argument " + std::to_string(i) + " of " +
+                                                            std::to_string(plan.num_user_inputs));
   PassContext ctx;
   for (const auto& p : items(field(d, "disabled_passes"), "disabled_passes")) ctx.disabled.insert(p.toStringRef());
   run_pipeline(*g, ctx);
@@ -153,9 +161,8 @@ std::vector<c10::IValue> SavedPlan::run(const std::vector<at::Tensor>& inputs) c
     throw std::invalid_argument("fxcpp: saved plan: takes " + std::to_string(num_user_inputs) + " inputs, got " +
                                 std::to_string(inputs.size()));
   std::vector<c10::IValue> all;
-  all.reserve(graph_inputs.size());
-  size_t k = 0;
-  for (const auto& v : graph_inputs) all.push_back(v.isNone() ? c10::IValue(inputs[k++]) : v);
+  all.reserve(saved.size());
+  for (size_t k = 0; k < saved.size(); ++k) all.push_back(user_index[k] >= 0 ? c10::IValue(inputs[user_index[k]]) : saved[k]);
   return exe->run(std::move(all));
 }
 

@@ -16,7 +16,10 @@ class Executable;
 
 struct SavedPlan {
   std::shared_ptr<const Executable> exe;
-  std::vector<c10::IValue> graph_inputs;  // per graph input: its saved weight, or None (the caller's)
+  // Per graph input: the caller's argument it is (an index), or -1 and its saved value (a
+  // weight, a buffer, a tensor the model holds).
+  std::vector<int64_t> user_index;
+  std::vector<c10::IValue> saved;
   size_t num_user_inputs = 0;
   // The caller's inputs in order, weights filled in from the file.
   std::vector<c10::IValue> run(const std::vector<at::Tensor>& inputs) const;

@@ -305,9 +305,11 @@ def test_opinfo(op, dtype):
 
 
 def _write_json():
-    if os.environ.get("FXCPP_OPINFO_JSON"):  # per-op results, for triage and for merging shards
-        with open(os.environ["FXCPP_OPINFO_JSON"], "w") as f:
+    path = os.environ.get("FXCPP_OPINFO_JSON")
+    if path:  # per-op results, for triage and for merging shards; replaced whole, so a kill never truncates it
+        with open(path + ".tmp", "w") as f:
             json.dump(RESULTS, f, indent=1, sort_keys=True)
+        os.replace(path + ".tmp", path)
 
 
 def summary(results: dict, full: bool = FULL):

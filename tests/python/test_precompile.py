@@ -79,13 +79,18 @@ def g(model, x):  # another function: its artifact is foreign to f
     return model(x) * 2
 
 
-@pytest.mark.parametrize("damage", ["none", "truncated", "garbage", "empty", "missing", "other_function"])
+def f3(model, x):  # f3 and f2 differ in a constant only
+    return model(x).softmax(-1) * 3
+
+
+@pytest.mark.parametrize("damage", ["none", "truncated", "garbage", "empty", "missing", "other_function",
+                                    "other_constant"])
 def test_load_warns_and_compiles_afresh_on_a_damaged_or_foreign_file(tmp_path, damage):
     model, x = _model(), torch.randn(2, 3, 8, 8)
     path = tmp_path / "f.pt2"
     with torch.no_grad():
-        fxcpp.precompile.save(g if damage == "other_function" else f, (model, x), path,
-                              options={"cache_dir": str(tmp_path)})
+        saved_fn = {"other_function": g, "other_constant": f2}.get(damage, f)
+        fxcpp.precompile.save(saved_fn, (model, x), path, options={"cache_dir": str(tmp_path)})
         data = path.read_bytes()
         if damage == "truncated":
             path.write_bytes(data[: len(data) // 2])
@@ -96,14 +101,34 @@ def test_load_warns_and_compiles_afresh_on_a_damaged_or_foreign_file(tmp_path, d
         elif damage == "missing":
             path.unlink()
         torch._dynamo.reset()
+        fn = f3 if damage == "other_constant" else f
         with pytest.warns(UserWarning, match="not used") if damage != "none" else _no_fxcpp_warning():
-            loaded = fxcpp.precompile.load(path, f)
-        assert_same(f(model, x), loaded(model, x))
+            loaded = fxcpp.precompile.load(path, fn)
+        assert_same(fn(model, x), loaded(model, x))
         model[0].weight.data.mul_(2)  # weights are inputs either way
-        assert_same(f(model, x), loaded(model, x))
-    if damage not in ("none", "other_function"):  # (another function's file is a valid file)
+        assert_same(fn(model, x), loaded(model, x))
+    if damage not in ("none", "other_function", "other_constant"):  # (another function's file is a valid file)
         with pytest.raises(Exception):
             fxcpp.precompile.load(path)  # without a function to fall back on: the error
+
+
+def f2(model, x):
+    return model(x).softmax(-1) * 2
+
+
+def test_a_call_the_saved_guards_reject_compiles_afresh(tmp_path):
+    model, x = _model(), torch.randn(2, 3, 8, 8)
+    path = tmp_path / "f.pt2"
+    with torch.no_grad():
+        fxcpp.precompile.save(f, (model, x), path, options={"cache_dir": str(tmp_path)})
+        torch._dynamo.reset()
+        loaded = fxcpp.precompile.load(path, f)
+        assert_same(f(model, x), loaded(model, x))
+        other = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.Tanh(), nn.Flatten(), nn.Linear(8 * 8 * 8, 10)).eval()
+        with pytest.warns(UserWarning, match="does not fit this call"):
+            out = loaded(other, x)  # another kind of model: the saved guards say no
+        assert_same(f(other, x), out)
+        assert_same(f(model, x), loaded(model, x))  # from then on, the cold compile serves every call
 
 
 class _no_fxcpp_warning:

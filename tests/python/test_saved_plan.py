@@ -125,3 +125,25 @@ def test_what_the_runner_cannot_run_is_refused_at_save(tmp_path):
     if torch.cuda.is_available():
         with pytest.raises(fxcpp.FxcppSaveError, match="CPU plans"):
             fxcpp.save(lambda t: t + 1, tmp_path / "f.fxcpp", x.cuda())
+
+
+def two_inputs(a, b):  # Dynamo orders its inputs by first use: b before a
+    return b * 2.0 + a.relu()
+
+
+def test_inputs_are_the_callers_arguments_in_order(runner, tmp_path):
+    a, b = torch.randn(3, 4), torch.randn(3, 4)
+    plan = tmp_path / "two.fxcpp"
+    torch._dynamo.reset()
+    fxcpp.save(two_inputs, plan, a, b)
+    a2, b2 = torch.randn(3, 4), torch.randn(3, 4)
+    p, outs = _run(runner, plan, [a2, b2], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert_same(two_inputs(a2, b2), outs[0])
+
+
+def test_a_model_that_writes_its_buffers_is_refused(tmp_path):
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)).train()  # running stats written each call
+    torch._dynamo.reset()
+    with pytest.raises(fxcpp.FxcppSaveError, match="writes to an input or a buffer"):
+        fxcpp.save(model, tmp_path / "bn.fxcpp", torch.randn(2, 3, 8, 8))

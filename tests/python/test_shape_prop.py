@@ -123,3 +123,28 @@ def test_a_wrong_cpp_shape_rule_is_reported(monkeypatch):
     monkeypatch.setattr(sp, "_cpp_metas_of_aten_graph", lying)
     with pytest.raises(sp.FxcppShapeError, match="fxcpp's shape rule gives"):
         fxcpp.shape_prop(fx.symbolic_trace(nn.Linear(4, 3)), torch.randn(2, 4))
+
+
+def test_side_effects_run_once_and_metas_are_as_each_node_saw_them():
+    def f(x):
+        x.add_(1.0)        # an input written in place: once, as ShapeProp does
+        a = x.clone()
+        b = a.sum(-1)      # b's meta: a's shape before the unsqueeze_ below
+        a.unsqueeze_(0)
+        return a, b
+
+    x = torch.randn(4, 3)
+    x0 = x.clone()
+    ours, theirs = fx.symbolic_trace(f), fx.symbolic_trace(f)
+    fxcpp.shape_prop(ours, x)
+    assert torch.equal(x, x0 + 1.0)
+    ShapeProp(theirs).propagate(x0.clone())
+    for a, b in zip(ours.graph.nodes, theirs.graph.nodes):
+        assert a.meta.get("tensor_meta") == b.meta.get("tensor_meta"), a.format_node()
+
+
+def test_fake_inputs_are_refused_with_a_clear_error():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with pytest.raises(TypeError, match="real example inputs"):
+        fxcpp.shape_prop(fx.symbolic_trace(nn.Linear(4, 3)), FakeTensorMode().from_tensor(torch.randn(2, 4)))

@@ -198,7 +198,7 @@ def test_fuse_conv_bn_folds_eval_pairs_without_touching_the_model(dims):
         assert_same(m(x), fxcpp.compile(gm, [x])(x))
 
 
-def test_fuse_conv_bn_leaves_training_and_shared_convs():
+def test_fuse_conv_bn_leaves_training_pairs_and_conv_outputs_read_twice():
     m = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)).train()
     gm = fxcpp.passes.fuse_conv_bn(fx.symbolic_trace(m))
     assert sum(n.op == "call_module" for n in gm.graph.nodes) == 2
@@ -236,3 +236,60 @@ def test_replace_op_and_decompose_on_their_own():
     assert_same(g(x), gm(x))
     with pytest.raises(TypeError, match="not the traced value"):
         fxcpp.passes.decompose({F.gelu: lambda a: 1.0})(fx.symbolic_trace(g))
+
+
+def test_a_pre_pass_keeps_the_weights_static():
+    """aot finds Dynamo's parameters through attributes of the graph; the pre passes' copy keeps
+    them, so weights stay static inputs (packed once, cached) and are not per-call inputs."""
+    model, x = _model_and_input()
+    plain = _explain(model, x)
+    passed = _explain(model, x, pre_passes=[gelu_to_silu])
+    assert passed.graphs[0].static and passed.graphs[0].static == plain.graphs[0].static
+
+
+@torch.fx.wrap
+def _opaque_scale(t):
+    return t * 3.0
+
+
+def _doubles_the_output(gm):  # not idempotent: run twice, it would give 4x
+    out = gm.graph.output_node()
+    with gm.graph.inserting_before(out):
+        out.args = (fx.node.map_arg(out.args[0], lambda v: gm.graph.call_function(torch.mul, (v, 2.0))),)
+
+
+def test_pre_passes_run_once_around_a_wrapped_function():
+    def f(x):
+        return _opaque_scale(torch.relu(x)) + 1.0
+
+    gm = fx.symbolic_trace(f)
+    x = torch.randn(5)
+    with torch.no_grad():
+        out = fxcpp.compile(gm, [x], options={"pre_passes": [_doubles_the_output]})(x)
+    assert_same(f(x) * 2.0, out)
+
+
+def test_decomposition_keys_must_be_overloads():
+    with pytest.raises(ValueError, match="OpOverloads"):
+        fxcpp.Options(decompositions={aten.gelu: _gelu_erf})
+
+
+def test_fuse_conv_bn_folds_a_conv_called_twice_into_two_convs():
+    class TwoUses(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.bn1, self.bn2 = nn.Conv2d(3, 3, 3, padding=1), nn.BatchNorm2d(3), nn.BatchNorm2d(3)
+
+        def forward(self, x):
+            return self.bn2(self.conv(self.bn1(self.conv(x))))
+
+    torch.manual_seed(0)
+    m = TwoUses().eval()
+    for b in (m.bn1, m.bn2):
+        b.running_mean.uniform_(-1, 1)
+        b.running_var.uniform_(0.5, 2)
+    gm = fxcpp.passes.fuse_conv_bn(fx.symbolic_trace(m))
+    convs = [n.target for n in gm.graph.nodes if n.op == "call_module"]
+    assert len(convs) == 2 and len(set(convs)) == 2, convs
+    x = torch.randn(1, 3, 6, 6)
+    assert_same(m(x), gm(x))
