@@ -140,7 +140,7 @@ def dynamo_static_indices(gm: fx.GraphModule) -> set:
             if n.meta.get("tensor_dict", {}).get("_dynamo_static_input_type")}
 
 
-def static_inputs(gm: fx.GraphModule, kind: str, hint: set | None) -> set:
+def static_inputs(gm: fx.GraphModule, kind: str, hint: set | None, aot_meta=None) -> set:
     """The placeholder positions holding parameters and buffers (the same tensor every call).
 
     Under Dynamo, aot records them (fw_metadata.static_input_indices, what Inductor reads
@@ -150,8 +150,7 @@ def static_inputs(gm: fx.GraphModule, kind: str, hint: set | None) -> set:
     if kind == "backward":
         return set()
     n = sum(1 for p in gm.graph.nodes if p.op == "placeholder")
-    ctx = torch._guards.TracingContext.try_get()
-    indices = getattr(getattr(ctx, "fw_metadata", None), "static_input_indices", None)
+    indices = getattr(aot_meta, "static_input_indices", None)
     if indices is not None and all(0 <= i < n for i in indices):
         return set(indices)
     return {i for i in (hint or ()) if i < n}
@@ -180,7 +179,7 @@ class CompiledAtenGraph:
         self.aot_meta = getattr(torch._guards.TracingContext.try_get(), "fw_metadata", None)
         self.user_passes = list(pass_records or ())  # user_passes.PassRecord: what Options' passes did
         dump(opts, dump_subdir, f"{kind}_aten.py", gm.code)
-        self.static = static_inputs(gm, kind, static_hint)
+        self.static = static_inputs(gm, kind, static_hint, self.aot_meta)
         t0 = time.perf_counter()
         if partition.all_supported(gm):
             try:

@@ -14,8 +14,6 @@ import itertools
 import logging
 import warnings
 
-import torch
-import torch._guards
 import torch.fx as fx
 from torch._dynamo.backends.common import aot_autograd
 
@@ -42,8 +40,7 @@ def _aot_backend(opts: Options, dump_subdir: str, static_hint: set | None = None
             gm = user_passes.apply(gm, opts.aten_passes, "aten", opts, f"{dump_subdir}/{kind}", records)
             cag = CompiledAtenGraph(gm, opts, kind, dump_subdir, static_hint, records)
             if compiled is not None:
-                ctx = torch._guards.TracingContext.try_get()
-                compiled.append((cag, getattr(ctx, "fw_metadata", None)))
+                compiled.append((cag, cag.aot_meta))
             return cag
 
         return compile_aten

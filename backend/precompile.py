@@ -123,9 +123,8 @@ class PrecompiledGraph(SerializableCallable):
 def save(fn, args: tuple, path, kwargs: dict | None = None, options: dict | None = None) -> None:
     """aot_compile `fn` with fxcpp on example (args, kwargs) and write it to `path`: the recipe in
     this module's docstring in one call (guards kept to what a saved function can carry)."""
-    opts = {"guard_filter_fn": keep_serializable_guards_unsafe, **(options or {})}
     with torch._dynamo.config.patch(enable_aot_compile=True):  # off by default in torch 2.11
-        compiled = torch.compile(fn, fullgraph=True, backend="fxcpp", options=opts)
+        compiled = _cold(fn, options)
         compiled.aot_compile((tuple(args), dict(kwargs or {}))).save_compiled_function(os.fspath(path))
 
 
@@ -153,6 +152,7 @@ def load(path, fn=None, options: dict | None = None):
 
 
 def _cold(fn, options):
+    """torch.compile(fn) with fxcpp as save() compiles it: full graph, guards a saved function can carry."""
     opts = {"guard_filter_fn": keep_serializable_guards_unsafe, **(options or {})}
     return torch.compile(fn, fullgraph=True, backend="fxcpp", options=opts)
 

@@ -21,6 +21,12 @@ const char* kind_name(ValueKind k) {
   return "?";
 }
 
+std::optional<ValueKind> value_kind_named(const std::string& name) {
+  for (ValueKind k : {ValueKind::Tensor, ValueKind::Int, ValueKind::Float, ValueKind::Bool, ValueKind::TensorList, ValueKind::Any})
+    if (name == kind_name(k)) return k;
+  return std::nullopt;
+}
+
 std::string TensorMeta::str() const {
   std::ostringstream os;
   os << c10::toString(dtype) << "[";

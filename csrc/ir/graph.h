@@ -44,6 +44,8 @@ struct TensorMeta {
 
 enum class ValueKind { Tensor, Int, Float, Bool, TensorList, Any };
 const char* kind_name(ValueKind k);
+// The kind kind_name(k) names, or nullopt (the Python bindings and saved plans spell kinds so).
+std::optional<ValueKind> value_kind_named(const std::string& name);
 
 struct Node;
 

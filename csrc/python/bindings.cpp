@@ -136,19 +136,20 @@ std::optional<TensorMeta> to_meta(py::handle h) {
 }
 
 ValueKind to_kind(const std::string& s) {
-  static const std::unordered_map<std::string, ValueKind> kinds = {
-      {"Tensor", ValueKind::Tensor}, {"int", ValueKind::Int},   {"float", ValueKind::Float},
-      {"bool", ValueKind::Bool},     {"Tensor[]", ValueKind::TensorList}, {"any", ValueKind::Any}};
-  auto it = kinds.find(s);
-  if (it == kinds.end()) throw py::value_error("fxcpp: unknown value kind '" + s + "'");
-  return it->second;
+  if (auto k = value_kind_named(s)) return *k;
+  throw py::value_error("fxcpp: unknown value kind '" + s + "'");
+}
+
+// Sizes or strides: ints, a symbolic dim as its expression.
+py::list dims_to_python(const std::vector<Dim>& ds) {
+  py::list l;
+  for (const Dim& d : ds) d.is_static() ? l.append(d.value) : l.append(d.sym);
+  return l;
 }
 
 py::object meta_to_python(const std::optional<TensorMeta>& m) {
   if (!m) return py::none();
-  py::list sizes;
-  for (const Dim& d : m->sizes) d.is_static() ? sizes.append(d.value) : sizes.append(d.sym);
-  return py::make_tuple(std::string(c10::toString(m->dtype)), sizes);
+  return py::make_tuple(std::string(c10::toString(m->dtype)), dims_to_python(m->sizes));
 }
 
 }  // namespace
@@ -240,14 +241,9 @@ PYBIND11_MODULE(_C, m) {
             continue;
           }
           const TensorMeta& m = *v->meta;
-          auto dims = [](const std::vector<Dim>& ds) {
-            py::list l;
-            for (const Dim& d : ds) d.is_static() ? l.append(d.value) : l.append(d.sym);
-            return l;
-          };
           py::object dtype = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(torch::getTHPDtype(m.dtype)));
-          out.append(py::make_tuple(dtype, dims(m.sizes), m.strides.empty() && !m.sizes.empty() ? py::object(py::none()) : py::object(dims(m.strides)),
-                                    m.device.str()));
+          py::object strides = m.strides.empty() && !m.sizes.empty() ? py::object(py::none()) : py::object(dims_to_python(m.strides));
+          out.append(py::make_tuple(dtype, dims_to_python(m.sizes), strides, m.device.str()));
         }
         return out;
       })

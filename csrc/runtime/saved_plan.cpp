@@ -2,7 +2,6 @@
 
 #include <fstream>
 #include <iterator>
-#include <unordered_map>
 
 #include <torch/csrc/jit/serialization/pickle.h>
 
@@ -55,12 +54,8 @@ std::optional<TensorMeta> meta(const c10::IValue& v) {
 }
 
 ValueKind kind(const std::string& s) {
-  static const std::unordered_map<std::string, ValueKind> kinds = {
-      {"Tensor", ValueKind::Tensor}, {"int", ValueKind::Int},   {"float", ValueKind::Float},
-      {"bool", ValueKind::Bool},     {"Tensor[]", ValueKind::TensorList}, {"any", ValueKind::Any}};
-  auto it = kinds.find(s);
-  if (it == kinds.end()) bad("unknown value kind '" + s + "'");
-  return it->second;
+  if (auto k = value_kind_named(s)) return *k;
+  bad("unknown value kind '" + s + "'");
 }
 
 Arg arg(Graph& g, const c10::IValue& v) {

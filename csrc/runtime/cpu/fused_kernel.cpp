@@ -270,8 +270,6 @@ class CpuFusedKernel final : public Kernel {
       }
     }
     const int rd = p.row_dims;
-    int64_t cols = 1;
-    for (int i = p.rank - rd; i < p.rank; ++i) cols *= D[i];
     // Outputs, in eager's layouts.
     SmallVec<at::Tensor> out(p.outputs.size());
     SmallVec<uint8_t> in_place(p.outputs.size(), 0);
