@@ -92,9 +92,11 @@ def measure_gemm(threads: int, quick: bool, peak: dict) -> list:
     return rows
 
 
-def _linear(k: int, n: int, dtype, choice: str | None):
+def _linear(k: int, n: int, dtype, choice: str | None, x: torch.Tensor):
     """A compiled nn.Linear(k, n) (a parameter weight, so fxcpp may pack it), made with
-    FXCPP_KERNEL_CHOICE=choice (None: fxcpp's own rule) and called once to settle its path."""
+    FXCPP_KERNEL_CHOICE=choice (None: fxcpp's own rule) and called once on x to settle its
+    path. The call must happen while the variable is set: torch.compile compiles at the first
+    call, and each kernel reads the variable when it is made."""
     torch.manual_seed(0)
     lin = torch.nn.Linear(k, n).eval().to(dtype)
     old = os.environ.pop("FXCPP_KERNEL_CHOICE", None)
@@ -103,6 +105,8 @@ def _linear(k: int, n: int, dtype, choice: str | None):
     try:
         torch._dynamo.reset()
         fn = torch.compile(lin, backend="fxcpp", dynamic=False)
+        with torch.no_grad():
+            fn(x)
         return lin, fn
     finally:
         os.environ.pop("FXCPP_KERNEL_CHOICE", None)
@@ -130,7 +134,7 @@ def measure_gemv(threads: int, quick: bool) -> list:
                 with torch.no_grad():
                     for name, choice in (("eager", None), ("fxcpp", None), ("gemv", "gemv"), ("onednn", "onednn")):
                         try:
-                            lin, fn = _linear(k, n, dtype, choice)
+                            lin, fn = _linear(k, n, dtype, choice, x)
                             if name == "eager":
                                 fn = lin
                             elif name == "fxcpp":

@@ -234,6 +234,61 @@ def test_gemv_at_small_m_by_default(monkeypatch):
         assert all(n.startswith(allowed) for n in notes), notes
 
 
+_SMALL_M_RULE = textwrap.dedent("""
+    import json, torch, torch.nn as nn, fxcpp
+    from fxcpp import _C
+    info = _C.host_info()
+    seen = []
+    for dtype in (torch.float32, torch.bfloat16):
+        for m in (1, 2, 16, 33):
+            for packed in (True, False):
+                torch._dynamo.reset()
+                torch.manual_seed(0)
+                model = nn.Linear(256, 512).eval().to(dtype)
+                with torch.no_grad():
+                    r = fxcpp.explain(model, torch.randn(m, 256, dtype=dtype), options={"pack_weights": packed})
+                notes = [row.impl for row in r.rows if row.kernel == "onednn" and row.impl]
+                seen.append([str(dtype), m, packed, notes])
+    print("RULE", json.dumps({"isa": info["onednn_isa"], "native_bf16": info["native_bf16"], "seen": seen}))
+""")
+
+
+def _gemv_limit(onednn_isa, native_bf16, packed):
+    """matmul_kernel.cpp's measured limits: against oneDNN's AVX-512 brgemm on a packed weight
+    the GEMV keeps M = 1 (fp32) or nothing (native bf16); otherwise M <= 16 (M <= 4 against
+    native bf16)."""
+    if packed and onednn_isa.startswith("avx512"):
+        return 0 if native_bf16 else 1
+    return 4 if native_bf16 else 16
+
+
+@pytest.mark.parametrize("onednn_isa", [None, "AVX2"])
+def test_small_m_rule_follows_the_measured_crossover(onednn_isa):
+    """Unforced, each M and weight kind takes the path the rule names: the GEMV (its impl ends
+    in "rows") or oneDNN, whether it then ran or eager's op was measured faster (the note
+    still names what was measured). In a subprocess, on this host's oneDNN and with oneDNN
+    capped at AVX2 (the other host class)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("FXCPP_KERNEL_CHOICE", "FXCPP_BF16")}
+    if onednn_isa:
+        env["ONEDNN_MAX_CPU_ISA"] = onednn_isa
+    p = subprocess.run([sys.executable, "-c", _SMALL_M_RULE], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    import json
+    r = json.loads(p.stdout.split("RULE ", 1)[1])
+    if onednn_isa:
+        assert not r["isa"].startswith("avx512"), r["isa"]
+    paths = set()
+    for dtype, m, packed, notes in r["seen"]:
+        native = dtype == "torch.bfloat16" and r["native_bf16"]
+        gemv = m <= _gemv_limit(r["isa"], native, packed)
+        assert notes, (dtype, m, packed)
+        for n in notes:
+            ran_gemv = n.startswith("gemv ") or (n.startswith("aten: eager's ops were faster") and n.endswith(" rows)"))
+            assert ran_gemv == gemv, (r["isa"], dtype, m, packed, n)
+            paths.add(gemv)
+    assert paths == {True, False}, r  # both sides of the rule were exercised
+
+
 def test_packs_are_shared_across_signatures(monkeypatch):
     """Two batch sizes with the same weight layout keep one pack, not one each; one change of
     the weight re-packs it without marking it volatile."""

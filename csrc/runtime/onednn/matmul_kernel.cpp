@@ -19,6 +19,7 @@
 #include "runtime/buffer_pool.h"
 #include "runtime/cpu/gemv.h"
 #include "runtime/cpu/isa.h"
+#include "runtime/host.h"
 #include "runtime/onednn/fused_kernel.h"
 #include "runtime/onednn/reference.h"
 
@@ -27,12 +28,28 @@ namespace fxcpp::onednn {
 namespace {
 
 // The largest M the GEMV takes by default, measured with `make micro` (its gemv rows time it
-// against oneDNN's packed primitive and eager; README, "Small-M GEMM"). The GEMV computes in
-// fp32: up to M = 16 it beats both for fp32 (and bf16/fp16 computed as fp32). Against native
-// bf16 (vdpbf16ps, twice the fp32 FMA rate) it only wins while the weight stream dominates,
-// up to M = 4; past that the oneDNN path runs, measured against eager as always.
+// against oneDNN's primitive forced and eager; README, "Small-M GEMM"). The GEMV computes in
+// fp32 and reads the weight where it lies, so what it meets depends on oneDNN's ISA and on
+// whether oneDNN would get a packed weight:
+//  - oneDNN on AVX2: its kernels lose to the GEMV up to M = 16, packed or not (0.3-0.9x the
+//    GEMV's time; fp32 and bf16/fp16 computed as fp32).
+//  - oneDNN on AVX-512, weight packed: its brgemm streams the packed panels faster from M = 2
+//    (1.4x at M = 4, 1.5x at M = 16 on a 64 MB fp32 weight); only M = 1 stays with the GEMV
+//    (ties on large weights, 10-15% faster on small ones). With native bf16 (vdpbf16ps) it
+//    ties the GEMV at M = 1 on small weights and is 1.6x faster on large ones: never the GEMV.
+//  - oneDNN on AVX-512, weight read in place (pack_weights=False, a non-parameter weight): the
+//    GEMV wins up to M = 16 in fp32 and up to M = 4 against native bf16.
+// Whichever runs, its first call is measured against eager as always.
 constexpr int64_t kGemvMaxM = 16;
 constexpr int64_t kGemvMaxMNativeBf16 = 4;
+constexpr int64_t kGemvMaxMAvx512Packed = 1;
+constexpr int64_t kGemvMaxMNativeBf16Packed = 0;
+
+int64_t gemv_max_m(bool native_half, bool onednn_packs) {
+  static const bool avx512 = host().onednn_isa.rfind("avx512", 0) == 0;  // AMX ISAs included
+  if (onednn_packs && avx512) return native_half ? kGemvMaxMNativeBf16Packed : kGemvMaxMAvx512Packed;
+  return native_half ? kGemvMaxMNativeBf16 : kGemvMaxM;
+}
 
 // FXCPP_KERNEL_CHOICE=gemv forces the GEMV wherever its layout allows (any M); =onednn or
 // =aten keep it off.
@@ -163,10 +180,10 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     if (gemv_policy_ == GemvPolicy::Never || src.dim() != 2 || w.dim() != 2) return false;
     const c10::ScalarType io = src.scalar_type();
     const bool native_half = compute_dtype(io) != at::kFloat;
-    if (gemv_policy_ == GemvPolicy::Auto && src.size(0) > (native_half ? kGemvMaxMNativeBf16 : kGemvMaxM)) return false;
     if (w.scalar_type() != io) return false;
-    const at::Tensor rows = f_.weight_nk ? w : w.t();
     const std::vector<at::Tensor> bn = bn_tensors(stack);
+    if (gemv_policy_ == GemvPolicy::Auto && src.size(0) > gemv_max_m(native_half, cache_pack(w, bias, bn))) return false;
+    const at::Tensor rows = f_.weight_nk ? w : w.t();
     const bool direct = bn.empty() && (rows.stride(1) == 1 || rows.size(1) == 1);
     const bool cached = !direct && cache_pack(w, bias, bn);
     if (!direct && !cached) return false;
