@@ -42,6 +42,7 @@ bool onednn_lower_pass(Graph& g, const PassContext& ctx);
 bool fold_batchnorm_pass(Graph& g, const PassContext& ctx);
 bool fuse_postops_pass(Graph& g, const PassContext& ctx);
 bool layout_propagation_pass(Graph& g, const PassContext& ctx);
+bool widen_chains_pass(Graph& g, const PassContext& ctx);
 // CPU fusion: pointwise chains, row reductions and norms → cpu::fused nodes (fusion/cpu_fusion.cpp).
 bool cpu_fusion_pass(Graph& g, const PassContext& ctx);
 

@@ -14,7 +14,8 @@ bool verify_pass(Graph& g, const PassContext&) {
 // fusions (BN folding needs to know a computed weight is parameter-derived; fusing
 // keeps the marks); BN folding before post-op fusion (BN must directly follow its
 // conv); oneDNN's post-ops before the CPU fusion (an op fused into a GEMM costs no pass
-// over memory at all); layout last (it sees the fused nodes).
+// over memory at all); layout last (it sees the fused nodes), then widen_chains (it only
+// retypes values between oneDNN nodes, after every other pass has read the model's dtypes).
 const std::vector<PassInfo>& pass_list() {
   static const std::vector<PassInfo> passes = {
       {"verify", verify_pass},
@@ -27,6 +28,7 @@ const std::vector<PassInfo>& pass_list() {
       {"fuse_postops", fuse_postops_pass},
       {"cpu_fusion", cpu_fusion_pass},
       {"layout_propagation", layout_propagation_pass},
+      {"widen_chains", widen_chains_pass},
       {"dce_after_fusion", dce_pass},
   };
   return passes;

@@ -294,6 +294,9 @@ PYBIND11_MODULE(_C, m) {
           d["channels_last"] = f.channels_last;
           d["weight_nk"] = f.weight_nk;
           d["flatten_src"] = f.flatten_src;
+          const Value* y = n->outputs[0];  // its dtype: widen_chains may keep it fp32
+          d["out_dtype"] = y->meta ? py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(torch::getTHPDtype(y->meta->dtype)))
+                                   : py::object(py::none());
           out.append(d);
         }
         return out;

@@ -78,10 +78,12 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
 
   void run_onednn(Stack& stack) const override {
     // Without native kernels for the dtype, the primitive runs in fp32 (activations widened
-    // here, channels-last strides kept; the result rounded back once).
-    const c10::ScalarType io = stack[0].toTensor().scalar_type(), cdt = compute_dtype(io);
+    // here, channels-last strides kept; the result rounded back once, or kept fp32 for the
+    // next widened kernel: widen_chains). The model's dtype is the weight's: the src may
+    // already arrive widened.
+    const c10::ScalarType io = stack[1].toTensor().scalar_type(), cdt = compute_dtype(io);
     const bool widen = cdt != io;
-    const at::Tensor x = widen ? stack[0].toTensor().to(cdt) : stack[0].toTensor();
+    const at::Tensor x = stack[0].toTensor().to(cdt);
     const at::Tensor w = stack[1].toTensor();
     const at::Tensor bias = stack[2].isNone() ? at::Tensor() : stack[2].toTensor();
     const int64_t nd = x.dim(), sp = nd - 2;
@@ -173,9 +175,9 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
       for (const BinaryArg& b : e->binary)
         args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.position) | DNNL_ARG_SRC_1] = as_memory(operands[b.operand], b.desc);
       execute(e->prim, e->pd, args);
-      if (out_cl && !widen) return dst;
-      // Contiguous, as eager returns it (or channels-last as asked), in the caller's dtype.
-      at::Tensor res = out_cl ? empty_cl(dst.sizes(), dst.options().dtype(io)) : pooled_empty(dst.sizes(), io);
+      if (out_cl && dst.scalar_type() == out_dtype_) return dst;
+      // Contiguous, as eager returns it (or channels-last as asked), in the output's dtype.
+      at::Tensor res = out_cl ? empty_cl(dst.sizes(), dst.options().dtype(out_dtype_)) : pooled_empty(dst.sizes(), out_dtype_);
       res.copy_(dst);
       return res;
     };

@@ -51,15 +51,15 @@ template <typename Entry>
 class FusedKernel : public Kernel {
  public:
   FusedKernel(const Node& n, bool long_lived_weight)
-      : f_(*n.fused), name_(n.name), long_lived_(long_lived_weight), per_call_why_(why_per_call(n)),
-        forced_(forced_choice()), native_bf16_(native_bf16()) {}
+      : f_(*n.fused), name_(n.name), long_lived_(long_lived_weight), out_dtype_(n.outputs[0]->meta->dtype),
+        wide_io_(wide_io(n)), per_call_why_(why_per_call(n)), forced_(forced_choice()), native_bf16_(native_bf16()) {}
   const char* kind() const override { return "onednn"; }
 
   void run(Stack& stack) const final {
     // oneDNN cannot run an empty dimension (a K = 0 matmul must still give bias + post-ops of zeros).
     if (stack[0].toTensor().numel() == 0 || stack[1].toTensor().numel() == 0) {
       note("aten: an empty dimension (oneDNN cannot run it)");
-      return finish(stack, reference(stack));
+      return finish(stack, eager_result(stack));
     }
     try {
       run_onednn(stack);
@@ -69,7 +69,7 @@ class FusedKernel : public Kernel {
         TORCH_WARN("fxcpp: node '", name_, "': oneDNN refused the primitive (", e.what(), "); it runs as ATen ops");
       });
       note(std::string("aten: oneDNN refused the primitive (") + e.what() + ")");
-      finish(stack, reference(stack));
+      finish(stack, eager_result(stack));
     }
   }
 
@@ -160,7 +160,7 @@ class FusedKernel : public Kernel {
       }
       if (c == kOnednn) return run_once(false);
       drop_pack(e);
-      return reference(stack);
+      return eager_result(stack);
     }
     using clock = std::chrono::steady_clock;
     auto timed = [](auto&& f) {
@@ -176,7 +176,7 @@ class FusedKernel : public Kernel {
     // then small against the 10% margin, and the first call (BERT-base at batch 8) had been
     // paying eight calls of each large GEMM.
     mine = run_once(true);
-    const double t_first_eager = timed([&] { eager = reference(stack); });
+    const double t_first_eager = timed([&] { eager = eager_result(stack); });
     const int repeats = t_first_eager >= 20e3 ? 1 : 3;
     // Each result is released before it is made again: at most one of each is alive, so
     // measuring adds no more than two outputs to the first call's peak memory.
@@ -184,7 +184,7 @@ class FusedKernel : public Kernel {
       mine.reset();
       t_mine = std::min(t_mine, timed([&] { mine = run_once(true); }));
       eager.reset();
-      t_eager = std::min(t_eager, timed([&] { eager = reference(stack); }));
+      t_eager = std::min(t_eager, timed([&] { eager = eager_result(stack); }));
     }
     const bool aten = t_eager < 0.9 * t_mine;
     e.choice.store(aten ? kAten : kOnednn);
@@ -221,7 +221,8 @@ class FusedKernel : public Kernel {
       ++stats().primitives;
       e->impl = e->pd.impl_info_str();
     }
-    e->impl_note = name + " " + e->impl + ", " + weight_note;
+    e->impl_note = name + " " + e->impl + ", " + weight_note +
+                   (wide_io_ && out_dtype_ == at::kFloat ? ", output kept in fp32 for the next oneDNN node" : "");
     if (primitive && e->impl.find("ref:") != std::string::npos) {  // "ref:any", or a deconv on "conv:any+ref:any"
       e->choice.store(kAten);
       note("aten: oneDNN offers only its reference implementation (" + e->impl + ")");
@@ -294,9 +295,27 @@ class FusedKernel : public Kernel {
     return fold_batchnorm(w, bias, bn[0], bn[1], bn[2], bn[3], f_.bn_eps, 0);
   }
 
+  // The output's dtype: the weight's, or fp32 where widen_chains kept a widened node's output
+  // wide for the oneDNN nodes reading it (its src, or a post-op operand, may then be fp32 too).
+  at::Tensor to_out_dtype(at::Tensor t) const { return t.scalar_type() == out_dtype_ ? t : t.to(out_dtype_); }
+
+  // ATen's result for this call (the fallback, and what the first call measures against).
+  // With widened operands or output, ATen would refuse the mixed dtypes: every floating
+  // operand is widened to fp32 and the result rounded to the output's dtype.
+  at::Tensor eager_result(const Stack& stack) const {
+    if (!wide_io_) return reference(stack);
+    Stack wide = stack;
+    for (auto& iv : wide)
+      if (iv.isTensor() && iv.toTensor().is_floating_point() && iv.toTensor().scalar_type() != at::kFloat)
+        iv = iv.toTensor().to(at::kFloat);
+    return to_out_dtype(reference(wide));
+  }
+
   const FusedOp f_;
   const std::string name_;
   const bool long_lived_;  // the weight is a static input (parameter, buffer) or a constant
+  const c10::ScalarType out_dtype_;
+  const bool wide_io_;  // an activation or the output is fp32 around a bf16/fp16 weight (widen_chains)
 
  private:
   static constexpr int kMaxMeasured = 4;
@@ -324,6 +343,15 @@ class FusedKernel : public Kernel {
   void drop_pack(Entry& e) const {
     std::lock_guard<std::mutex> lk(mu_);
     e.packed.reset();
+  }
+
+  static bool wide_io(const Node& n) {
+    const Value* w = n.args.size() > 1 ? n.args[1].value : nullptr;
+    if (!w || !w->meta || (w->meta->dtype != at::kBFloat16 && w->meta->dtype != at::kHalf)) return false;
+    bool wide = n.outputs[0]->meta->dtype == at::kFloat;
+    for (const Arg& a : n.args)
+      if (a.kind == Arg::Kind::Value && a.value->meta && a.value->meta->dtype == at::kFloat) wide = true;
+    return wide;
   }
 
   static std::string why_per_call(const Node& n) {

@@ -91,10 +91,11 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
       src = src.reshape({-1, K});
     }
     if (run_gemv(stack, src, w_in, bias, out_shape)) return;
-    // Without native kernels for the dtype, the primitive runs in fp32 (activations widened here).
-    const c10::ScalarType io = src.scalar_type(), cdt = compute_dtype(io);
+    // Without native kernels for the dtype, the primitive runs in fp32 (activations widened
+    // here, unless they arrive widened: widen_chains). The model's dtype is the weight's.
+    const c10::ScalarType io = w_in.scalar_type(), cdt = compute_dtype(io);
     const bool widen = cdt != io;
-    if (widen) src = src.to(cdt);
+    src = src.to(cdt);
     // oneDNN's matmul reads row- or column-major operands; anything else is copied once here.
     if (!matmul_friendly(src)) src = src.contiguous();
     const at::Tensor w0 = matmul_friendly(w_in) ? w_in : w_in.contiguous();
@@ -165,7 +166,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
       for (const BinaryArg& b : e->binary)
         args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.position) | DNNL_ARG_SRC_1] = as_memory(operands[b.operand], b.desc);
       execute(e->prim, e->pd, args);
-      if (widen) return dst.to(io);  // rounded once, at the end
+      if (widen) return to_out_dtype(dst);  // rounded once, at the end (or kept fp32: widen_chains)
       return sum_in_place ? dst.view(out_shape) : dst;
     };
     finish(stack, choose(*e, stack, run_once));
@@ -178,9 +179,9 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
   bool run_gemv(Stack& stack, const at::Tensor& src, const at::Tensor& w, const at::Tensor& bias,
                 std::vector<int64_t> out_shape) const {
     if (gemv_policy_ == GemvPolicy::Never || src.dim() != 2 || w.dim() != 2) return false;
-    const c10::ScalarType io = src.scalar_type();
+    const c10::ScalarType io = w.scalar_type();  // the model's dtype; src may arrive widened
     const bool native_half = compute_dtype(io) != at::kFloat;
-    if (w.scalar_type() != io) return false;
+    if (src.scalar_type() != io && src.scalar_type() != at::kFloat) return false;
     const std::vector<at::Tensor> bn = bn_tensors(stack);
     if (gemv_policy_ == GemvPolicy::Auto && src.size(0) > gemv_max_m(native_half, cache_pack(w, bias, bn))) return false;
     const at::Tensor rows = f_.weight_nk ? w : w.t();
@@ -227,7 +228,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
       a.ldy = N;
       gemv_(a);
       if (!f_.post_ops.empty()) y = apply_post_ops(f_, y, stack).contiguous();  // fp32 throughout
-      return io == at::kFloat ? y : y.to(io);
+      return to_out_dtype(y);
     };
     finish(stack, choose(*e, stack, run_once));
     return true;
