@@ -61,10 +61,11 @@ def _interpret(gm: fx.GraphModule):
 
 
 def compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eager_fn, static_hint=None,
-                        pass_records=None):
+                        pass_records=None, direct_out: list | None = None):
     """Compile a torch-level graph; on failure apply Options.fallback. static_hint: which of
     aot's inputs hold parameters and buffers, outside Dynamo (which records them itself).
-    pass_records: what pre passes a caller already ran did (its opts then have none)."""
+    pass_records: what pre passes a caller already ran did (its opts then have none).
+    direct_out: gets the CompiledAtenGraph when the result calls it directly (direct_call.py)."""
     subdir = f"graph{next(_dynamo_graph_ids)}"
     dump(opts, subdir, "torch_graph.py", gm.code)
     records: list = list(pass_records or ())
@@ -77,7 +78,10 @@ def compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eager
             return _compile_with_opaque(gm, opts, records)
         compiled: list = []
         fn = _aot_backend(opts, subdir, static_hint, compiled, records)(gm, example_inputs)
-        return direct_call(gm, example_inputs, compiled, opts) or fn
+        direct = direct_call(gm, example_inputs, compiled, opts)
+        if direct is not None and direct_out is not None:
+            direct_out.append(compiled[0][0])
+        return direct or fn
     except EagerFallback as e:
         warnings.warn(f"fxcpp: running the graph eagerly (Options.fallback='eager'): {e}", stacklevel=2)
         return eager_fn
@@ -130,6 +134,7 @@ def backend(gm: fx.GraphModule, example_inputs, *, mode=None, options=None):
     if mode not in (None, "default"):
         log.info("fxcpp: mode=%r has no effect yet; compiling with the defaults", mode)
     saving = precompile.precompiling()  # torch's aot_compile asks for something it can save
+    direct: list = []
     with precompile.compiling_plainly() if saving else contextlib.nullcontext():
-        fn = compile_torch_graph(gm, example_inputs, opts, gm.forward)
-    return precompile.PrecompiledGraph.of(gm, opts, fn) if saving else fn
+        fn = compile_torch_graph(gm, example_inputs, opts, gm.forward, direct_out=direct if saving else None)
+    return precompile.PrecompiledGraph.of(gm, opts, fn, direct[0] if direct else None) if saving else fn

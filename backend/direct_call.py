@@ -58,7 +58,11 @@ def direct_call(gm: fx.GraphModule, example_inputs, compiled: list, opts):
     if why is not None:
         log.debug("fxcpp: the call keeps aot_autograd's runtime wrappers: %s", why)
         return None
-    cag = compiled[0][0]
+    return call_of(compiled[0][0], opts)
+
+
+def call_of(cag, opts):
+    """The direct call of an inference graph that needs none of aot's wrappers."""
     if cag.single is None or opts.verify or opts.profile:
         def call(*args):
             return cag(list(args))

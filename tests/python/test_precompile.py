@@ -53,6 +53,9 @@ def test_saved_in_one_process_runs_in_another_without_dynamo(tmp_path):
             torch.nn.init.normal_(other[3].weight)
             torch.testing.assert_close(loaded(other, x), t.f(other, x))
         assert "bytecode_tracing" not in compilation_time_metrics, sorted(compilation_time_metrics)
+        # The saved inference ATen graph was compiled: aot_autograd did not trace again.
+        assert loaded._artifacts.compiled_fn.warm_path == "saved ATen graph"
+        assert not any("aot" in k for k in compilation_time_metrics), sorted(compilation_time_metrics)
         print("OK")
     """)
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
@@ -141,3 +144,25 @@ class _no_fxcpp_warning:
     def __exit__(self, *exc):
         self._w.__exit__(*exc)
         assert not [w for w in self.caught if str(w.message).startswith("fxcpp:")], [str(w.message) for w in self.caught]
+
+
+def test_a_loaded_function_never_runs_its_inference_graph_for_autograd(tmp_path):
+    """The saved ATen graph is an inference graph. A call with grad enabled on weights that
+    require grad fails the saved guards (grad mode is one): load()'s wrapper warns and compiles
+    afresh, and gradients flow. Behind the guards, the graph itself refuses such a call too."""
+    model, x = _model(), torch.randn(2, 3, 8, 8)
+    path = tmp_path / "f.pt2"
+    with torch.no_grad():
+        fxcpp.precompile.save(f, (model, x), path, options={"cache_dir": str(tmp_path)})
+    loaded = fxcpp.precompile.load(path, f, options={"cache_dir": str(tmp_path)})
+    with pytest.warns(UserWarning, match="does not fit this call"):
+        out = loaded(model, x)
+    assert_same(out, f(model, x))
+    out.sum().backward()
+    assert model[0].weight.grad is not None
+    saved = loaded.loaded._artifacts.compiled_fn
+    args = [model[0].weight, model[0].bias, x, model[3].weight, model[3].bias]  # Dynamo's graph's order
+    assert [tuple(a.shape) for a in args] == [tuple(p.meta["val"].shape) for p in saved.aten.graph.find_nodes(op="placeholder")]
+    assert saved.aten is not None and saved._from_saved_aten(args) is None
+    with torch.no_grad():
+        assert saved._from_saved_aten(args) is not None
