@@ -240,25 +240,26 @@ _SMALL_M_RULE = textwrap.dedent("""
     info = _C.host_info()
     seen = []
     for dtype in (torch.float32, torch.bfloat16):
-        for m in (1, 2, 16, 33):
-            for packed in (True, False):
-                torch._dynamo.reset()
-                torch.manual_seed(0)
-                model = nn.Linear(256, 512).eval().to(dtype)
-                with torch.no_grad():
-                    r = fxcpp.explain(model, torch.randn(m, 256, dtype=dtype), options={"pack_weights": packed})
-                notes = [row.impl for row in r.rows if row.kernel == "onednn" and row.impl]
-                seen.append([str(dtype), m, packed, notes])
+        for k, n in ((256, 512), (1024, 1280)):  # 0.5 MB and 5 MB in fp32
+            for m in (1, 2, 16, 33):
+                for packed in (True, False):
+                    torch._dynamo.reset()
+                    torch.manual_seed(0)
+                    model = nn.Linear(k, n).eval().to(dtype)
+                    with torch.no_grad():
+                        r = fxcpp.explain(model, torch.randn(m, k, dtype=dtype), options={"pack_weights": packed})
+                    notes = [row.impl for row in r.rows if row.kernel == "onednn" and row.impl]
+                    seen.append([str(dtype), m, packed, k * n * dtype.itemsize, notes])
     print("RULE", json.dumps({"isa": info["onednn_isa"], "native_bf16": info["native_bf16"], "seen": seen}))
 """)
 
 
-def _gemv_limit(onednn_isa, native_bf16, packed):
+def _gemv_limit(onednn_isa, native_bf16, packed, weight_bytes):
     """matmul_kernel.cpp's measured limits: against oneDNN's AVX-512 brgemm on a packed weight
-    the GEMV keeps M = 1 (fp32) or nothing (native bf16); otherwise M <= 16 (M <= 4 against
-    native bf16)."""
+    the GEMV keeps M = 1 (M <= 4 on weights up to 4 MiB) in fp32, nothing against native bf16;
+    otherwise M <= 16 (M <= 4 against native bf16)."""
     if packed and onednn_isa.startswith("avx512"):
-        return 0 if native_bf16 else 1
+        return 0 if native_bf16 else (4 if weight_bytes <= 4 << 20 else 1)
     return 4 if native_bf16 else 16
 
 
@@ -278,9 +279,9 @@ def test_small_m_rule_follows_the_measured_crossover(onednn_isa):
     if onednn_isa:
         assert not r["isa"].startswith("avx512"), r["isa"]
     paths = set()
-    for dtype, m, packed, notes in r["seen"]:
+    for dtype, m, packed, weight_bytes, notes in r["seen"]:
         native = dtype == "torch.bfloat16" and r["native_bf16"]
-        gemv = m <= _gemv_limit(r["isa"], native, packed)
+        gemv = m <= _gemv_limit(r["isa"], native, packed, weight_bytes)
         assert notes, (dtype, m, packed)
         for n in notes:
             ran_gemv = n.startswith("gemv ") or (n.startswith("aten: eager's ops were faster") and n.endswith(" rows)"))

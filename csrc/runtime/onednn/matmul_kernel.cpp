@@ -34,20 +34,27 @@ namespace {
 //  - oneDNN on AVX2: its kernels lose to the GEMV up to M = 16, packed or not (0.3-0.9x the
 //    GEMV's time; fp32 and bf16/fp16 computed as fp32).
 //  - oneDNN on AVX-512, weight packed: its brgemm streams the packed panels faster from M = 2
-//    (1.4x at M = 4, 1.5x at M = 16 on a 64 MB fp32 weight); only M = 1 stays with the GEMV
-//    (ties on large weights, 10-15% faster on small ones). With native bf16 (vdpbf16ps) it
-//    ties the GEMV at M = 1 on small weights and is 1.6x faster on large ones: never the GEMV.
+//    (1.4x at M = 4, 1.5x at M = 16 on a 64 MB fp32 weight), except on weights of a few MB
+//    at M <= 4, where the GEMV stays 0-35% faster (L2/L3-resident: 1-4 MB weights). M = 1
+//    stays with the GEMV (ties on large weights, 10-15% faster on small ones). With native
+//    bf16 (vdpbf16ps) oneDNN ties the GEMV at M = 1 on small weights and is 1.6x faster on
+//    large ones, and faster at every larger M: never the GEMV.
 //  - oneDNN on AVX-512, weight read in place (pack_weights=False, a non-parameter weight): the
 //    GEMV wins up to M = 16 in fp32 and up to M = 4 against native bf16.
 // Whichever runs, its first call is measured against eager as always.
 constexpr int64_t kGemvMaxM = 16;
 constexpr int64_t kGemvMaxMNativeBf16 = 4;
 constexpr int64_t kGemvMaxMAvx512Packed = 1;
+constexpr int64_t kGemvMaxMAvx512PackedSmall = 4;  // weights up to kSmallWeightBytes
+constexpr int64_t kSmallWeightBytes = 4 << 20;
 constexpr int64_t kGemvMaxMNativeBf16Packed = 0;
 
-int64_t gemv_max_m(bool native_half, bool onednn_packs) {
+int64_t gemv_max_m(bool native_half, bool onednn_packs, int64_t weight_bytes) {
   static const bool avx512 = host().onednn_isa.rfind("avx512", 0) == 0;  // AMX ISAs included
-  if (onednn_packs && avx512) return native_half ? kGemvMaxMNativeBf16Packed : kGemvMaxMAvx512Packed;
+  if (onednn_packs && avx512) {
+    if (native_half) return kGemvMaxMNativeBf16Packed;
+    return weight_bytes <= kSmallWeightBytes ? kGemvMaxMAvx512PackedSmall : kGemvMaxMAvx512Packed;
+  }
   return native_half ? kGemvMaxMNativeBf16 : kGemvMaxM;
 }
 
@@ -183,7 +190,9 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     const bool native_half = compute_dtype(io) != at::kFloat;
     if (src.scalar_type() != io && src.scalar_type() != at::kFloat) return false;
     const std::vector<at::Tensor> bn = bn_tensors(stack);
-    if (gemv_policy_ == GemvPolicy::Auto && src.size(0) > gemv_max_m(native_half, cache_pack(w, bias, bn))) return false;
+    if (gemv_policy_ == GemvPolicy::Auto &&
+        src.size(0) > gemv_max_m(native_half, cache_pack(w, bias, bn), w.numel() * static_cast<int64_t>(w.element_size())))
+      return false;
     const at::Tensor rows = f_.weight_nk ? w : w.t();
     const bool direct = bn.empty() && (rows.stride(1) == 1 || rows.size(1) == 1);
     const bool cached = !direct && cache_pack(w, bias, bn);
