@@ -140,6 +140,10 @@ ValueKind to_kind(const std::string& s) {
   throw py::value_error("fxcpp: unknown value kind '" + s + "'");
 }
 
+py::object dtype_to_python(c10::ScalarType t) {
+  return py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(torch::getTHPDtype(t)));
+}
+
 // Sizes or strides: ints, a symbolic dim as its expression.
 py::list dims_to_python(const std::vector<Dim>& ds) {
   py::list l;
@@ -241,7 +245,7 @@ PYBIND11_MODULE(_C, m) {
             continue;
           }
           const TensorMeta& m = *v->meta;
-          py::object dtype = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(torch::getTHPDtype(m.dtype)));
+          py::object dtype = dtype_to_python(m.dtype);
           py::object strides = m.strides.empty() && !m.sizes.empty() ? py::object(py::none()) : py::object(dims_to_python(m.strides));
           out.append(py::make_tuple(dtype, dims_to_python(m.sizes), strides, m.device.str()));
         }
@@ -295,8 +299,7 @@ PYBIND11_MODULE(_C, m) {
           d["weight_nk"] = f.weight_nk;
           d["flatten_src"] = f.flatten_src;
           const Value* y = n->outputs[0];  // its dtype: widen_chains may keep it fp32
-          d["out_dtype"] = y->meta ? py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(torch::getTHPDtype(y->meta->dtype)))
-                                   : py::object(py::none());
+          d["out_dtype"] = y->meta ? dtype_to_python(y->meta->dtype) : py::object(py::none());
           out.append(d);
         }
         return out;

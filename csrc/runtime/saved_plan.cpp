@@ -76,12 +76,6 @@ Arg arg(Graph& g, const c10::IValue& v) {
   bad("unknown argument tag '" + tag + "'");
 }
 
-std::vector<char> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) bad("cannot open " + path);
-  return std::vector<char>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
 c10::IValue field(const c10::Dict<c10::IValue, c10::IValue>& d, const char* key) {
   auto it = d.find(c10::IValue(std::string(key)));
   if (it == d.end()) bad(std::string("no '") + key + "' field");
@@ -90,10 +84,16 @@ c10::IValue field(const c10::Dict<c10::IValue, c10::IValue>& d, const char* key)
 
 }  // namespace
 
+std::vector<char> read_binary_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) bad("cannot open " + path);
+  return std::vector<char>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
 SavedPlan load_saved_plan(const std::string& path) {
   c10::IValue root;
   try {
-    root = torch::jit::pickle_load(read_file(path));
+    root = torch::jit::pickle_load(read_binary_file(path));
   } catch (const c10::Error& e) {
     bad(path + " is not a file fxcpp.save wrote (" + e.what_without_backtrace() + ")");
   }

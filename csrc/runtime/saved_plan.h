@@ -28,4 +28,7 @@ struct SavedPlan {
 // Throws std::invalid_argument naming what is wrong with the file.
 SavedPlan load_saved_plan(const std::string& path);
 
+// A whole file's bytes; throws std::invalid_argument if it cannot be opened.
+std::vector<char> read_binary_file(const std::string& path);
+
 }  // namespace fxcpp

@@ -3,7 +3,6 @@
 // torch::pickle_save (torch.load reads it). Links LibTorch and fxcpp_core only.
 #include <fstream>
 #include <iostream>
-#include <iterator>
 
 #include <torch/csrc/jit/serialization/pickle.h>
 
@@ -16,10 +15,7 @@ int main(int argc, char** argv) {
   }
   try {
     const fxcpp::SavedPlan plan = fxcpp::load_saved_plan(argv[1]);
-    std::ifstream in(argv[2], std::ios::binary);
-    if (!in) throw std::invalid_argument(std::string("cannot open ") + argv[2]);
-    const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const c10::IValue loaded = torch::jit::pickle_load(bytes);
+    const c10::IValue loaded = torch::jit::pickle_load(fxcpp::read_binary_file(argv[2]));
     std::vector<at::Tensor> inputs;
     for (const auto& v : loaded.toListRef()) inputs.push_back(v.toTensor());
     const std::vector<c10::IValue> outs = plan.run(inputs);

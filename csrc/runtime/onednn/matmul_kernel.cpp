@@ -191,7 +191,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     if (src.scalar_type() != io && src.scalar_type() != at::kFloat) return false;
     const std::vector<at::Tensor> bn = bn_tensors(stack);
     if (gemv_policy_ == GemvPolicy::Auto &&
-        src.size(0) > gemv_max_m(native_half, cache_pack(w, bias, bn), w.numel() * static_cast<int64_t>(w.element_size())))
+        src.size(0) > gemv_max_m(native_half, cache_pack(w, bias, bn), static_cast<int64_t>(w.nbytes())))
       return false;
     const at::Tensor rows = f_.weight_nk ? w : w.t();
     const bool direct = bn.empty() && (rows.stride(1) == 1 || rows.size(1) == 1);
