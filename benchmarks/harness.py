@@ -64,8 +64,12 @@ def first_call(cfg, fn, inputs, device, record_into=None):
     return out, time.perf_counter() - t0
 
 
-def timed(fns: dict, inputs, device, repeats: int, warmup: int) -> dict:
-    """Interleave the configurations, as torch's dynamo harness does: noise hits them alike."""
+def timed(fns: dict, inputs, device, repeats: int, warmup: int, settle: int = 1) -> dict:
+    """Interleave the configurations, as torch's dynamo harness does: noise hits them alike.
+    Each sample follows `settle` untimed calls of its own configuration, so it times that
+    configuration and not the cache its neighbour left: an emulated-bf16 eager call (38 ms)
+    made the next fxcpp ResNet-20 call 1.9x slower than one following fxcpp itself
+    (benchmarks/results/dense-avx2-emulated/HOW.md)."""
     inner = {}
     for name, fn in fns.items():
         for _ in range(warmup):
@@ -78,6 +82,9 @@ def timed(fns: dict, inputs, device, repeats: int, warmup: int) -> dict:
     samples = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
+            for _ in range(settle):
+                fn(*inputs)
+            sync(device)
             t0 = time.perf_counter()
             for _ in range(inner[name]):
                 fn(*inputs)
@@ -134,7 +141,7 @@ def run_case(spec, batch, dtype_name, device, configs, args) -> list[dict]:
                 rec["status"] = "accuracy_fail"
             fns[cfg.name] = fn
         try:
-            samples = timed(fns, inputs, device, args.repeats, args.warmup)
+            samples = timed(fns, inputs, device, args.repeats, args.warmup, args.settle)
         except Exception as e:  # noqa: BLE001
             for rec in records:
                 if rec["config"] in fns:
@@ -178,6 +185,9 @@ def parse_args(argv=None):
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--settle", type=int, default=1,
+                   help="untimed calls of a configuration before each of its samples (0: the samples "
+                        "follow the previous configuration's call directly, as before commit 'settle')")
     p.add_argument("--threads", type=int, default=machine.physical_cores(), help="default: the physical cores")
     p.add_argument("--no-isolated", dest="isolated", action="store_false",
                    help="skip the fresh process per configuration (cold compile, peak memory): "
@@ -202,7 +212,7 @@ def main(argv=None) -> int:
         dtypes = [d for d in dtypes if d != "bf16"]
     cases = [(s, b, d) for s, b in suite.find([m for m in args.models.split(",") if m], args.quick, args.tiny)
              for d in dtypes if not (args.small and b != s.batches[0])]
-    records, meta = [], machine_info(args.device, argv)
+    records, meta = [], dict(machine_info(args.device, argv), settle=args.settle)
     for spec, batch, dtype in report.progress(cases, desc="models"):
         records += run_case(spec, batch, dtype, args.device, configs, args)
         results = {"meta": meta, "records": records, "summary": report.summarize(records, [c.name for c in configs])}

@@ -65,7 +65,9 @@ def markdown(results: dict) -> str:
              f"commit {(meta['git_commit'] or '')[:10]}",
              f"Host ISA: {(meta.get('host') or {}).get('summary', ', '.join(meta.get('isa_flags', [])))}",
              f"Command: `{meta['command']}`", "",
-             "Latency: median ms (speedup over eager); ✗ accuracy failure, ! compile/run error.", ""]
+             "Latency: median ms (speedup over eager); ✗ accuracy failure, ! compile/run error."
+             + (f" Each sample follows {meta['settle']} untimed call(s) of its own configuration."
+                if meta.get("settle") else " Each sample follows the previous configuration's call."), ""]
     peers = bool(summ.get("fxcpp_vs_best_peer"))
     head = ["model", "batch", "dtype"] + configs + ["fxcpp / best inductor"] + (["fxcpp / best peer"] if peers else [])
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

@@ -129,3 +129,22 @@ def test_fxcpp_over_best_peer_is_reported_per_case():
                              rec("openvino", 0.5, "accuracy_fail")], ["eager", "fxcpp", "inductor", "onnxruntime"])
     # openvino was faster but wrong: it never counts; the best correct peer is onnxruntime.
     assert summ["fxcpp_vs_best_peer"]["m/1/fp32"] == {"fxcpp_over_best_peer": 0.5, "best_peer": "onnxruntime"}
+
+
+
+def test_each_sample_follows_untimed_calls_of_its_own_configuration():
+    # The sample must time its configuration, not the cache the previous configuration left.
+    import time
+
+    def call_of(name, calls):
+        return lambda: (calls.append(name), time.sleep(0.003))  # > 2 ms: one call per sample
+
+    def runs(settle):
+        calls = []
+        harness.timed({"a": call_of("a", calls), "b": call_of("b", calls)}, (), "cpu", repeats=3, warmup=0,
+                      settle=settle)
+        seq = "".join(calls[2:])  # after the one call per configuration that sizes the sample
+        return [len(r) for r in seq.replace("ab", "a b").replace("ba", "b a").split()]
+
+    assert set(runs(0)) == {1}  # the old way: each sample directly after the other configuration
+    assert set(runs(1)) == {2}  # one untimed call of its own, then the timed one
