@@ -61,6 +61,8 @@ CONFIGS: dict[str, Config] = {c.name: c for c in [
     Config("fxcpp_unpacked", _compile(backend="fxcpp", options={"pack_weights": False})),
     # Dynamo + aot_autograd running eager's ops: the memory and compile time any backend starts from.
     Config("aot_eager", _compile(backend="aot_eager")),
+    # Dynamo alone (its frame, guards and graph; eager's ops): the part of that floor Dynamo owns.
+    Config("dynamo_eager", _compile(backend="eager")),
     # What a serving team would pick instead (benchmarks/peers.py).
     Config("onnxruntime", lambda m: _peers().OnnxRuntime(m), takes_module=True),
     Config("openvino", lambda m: _peers().OpenVino(m), takes_module=True),
