@@ -93,10 +93,13 @@ def measure_gemm(threads: int, quick: bool, peak: dict) -> list:
 
 
 def _linear(k: int, n: int, dtype, choice: str | None, x: torch.Tensor):
-    """A compiled nn.Linear(k, n) (a parameter weight, so fxcpp may pack it), made with
-    FXCPP_KERNEL_CHOICE=choice (None: fxcpp's own rule) and called once on x to settle its
-    path. The call must happen while the variable is set: torch.compile compiles at the first
-    call, and each kernel reads the variable when it is made."""
+    """A compiled function calling nn.Linear(k, n) (a parameter weight, so fxcpp may pack it),
+    made with FXCPP_KERNEL_CHOICE=choice (None: fxcpp's own rule) and called once on x to settle
+    its path. The call must happen while the variable is set: torch.compile compiles at the
+    first call, and each kernel reads the variable when it is made.
+    A function, not torch.compile(module): Dynamo's wrapper around a compiled module costs
+    ~7 us per call under any backend (measure_module_wrapper), more than the GEMV takes on
+    an L2-sized weight; these rows time the kernels, the host-overhead rows the call."""
     torch.manual_seed(0)
     lin = torch.nn.Linear(k, n).eval().to(dtype)
     old = os.environ.pop("FXCPP_KERNEL_CHOICE", None)
@@ -104,7 +107,7 @@ def _linear(k: int, n: int, dtype, choice: str | None, x: torch.Tensor):
         os.environ["FXCPP_KERNEL_CHOICE"] = choice
     try:
         torch._dynamo.reset()
-        fn = torch.compile(lin, backend="fxcpp", dynamic=False)
+        fn = torch.compile(lambda x: lin(x), backend="fxcpp", dynamic=False)
         with torch.no_grad():
             fn(x)
         return lin, fn
@@ -225,6 +228,30 @@ def measure_overhead(threads: int, quick: bool, backends: list) -> dict:
     return out
 
 
+def measure_module_wrapper(threads: int, quick: bool) -> dict:
+    """What torch.compile(module) costs per call beside torch.compile of a function calling the
+    module, under Dynamo alone (backend="eager") and fxcpp: nn.Linear(512, 512) at M = 1."""
+    torch.manual_seed(0)
+    lin, x = torch.nn.Linear(512, 512).eval(), torch.randn(1, 512)
+    out = {"graph": "nn.Linear(512, 512) on a 1 x 512 fp32 input, under torch.no_grad()"}
+    fns = {"eager": lin}
+    torch._dynamo.reset()
+    with torch.no_grad():
+        for backend in ("eager", "fxcpp"):
+            fns[f"{backend}: torch.compile(module)"] = torch.compile(lin, backend=backend, dynamic=False)
+            fns[f"{backend}: torch.compile(lambda x: module(x))"] = torch.compile(lambda x: lin(x), backend=backend,
+                                                                                 dynamic=False)
+        for fn in fns.values():
+            fn(x)
+        samples = {name: [] for name in fns}
+        for _ in range(3):
+            for name, fn in fns.items():
+                samples[name].append(_time(fn, (x,), threads, 0.1 if quick else 0.5))
+    torch._dynamo.reset()
+    out["us_per_call"] = {name: statistics.median(s) * 1e6 for name, s in samples.items()}
+    return out
+
+
 def _fmt(cell, key, pct_key=None):
     if not isinstance(cell, dict):
         return "-"
@@ -295,6 +322,12 @@ def to_markdown(r: dict) -> str:
             if "us_per_call" in o.get(b, {}) and "us_per_call" in o.get("eager", {})]
     if gaps:
         lines += ["Per call over eager (median of 3 interleaved rounds): " + ", ".join(gaps) + ".", ""]
+    w = r.get("module_wrapper")
+    if w:
+        lines += [f"## torch.compile(module) against a compiled function: {w['graph']}", "",
+                  "| how it is called | us per call |", "|---|---|"]
+        lines += [f"| {name} | {us:.1f} |" for name, us in w["us_per_call"].items()]
+        lines += ["", "The Small-M GEMM rows compile a function calling the module (`_linear`).", ""]
     return "\n".join(lines)
 
 
@@ -316,6 +349,7 @@ def main(argv=None) -> dict:
     r["memory"] = measure_memory(args.threads, args.quick, backends)
     r["gemv"] = measure_gemv(args.threads, args.quick)
     r["overhead"] = measure_overhead(args.threads, args.quick, backends)
+    r["module_wrapper"] = measure_module_wrapper(args.threads, args.quick)
     r["seconds"] = time.time() - t0
 
     out = save_results(args.out, "micro", r, to_markdown(r))

@@ -44,7 +44,8 @@ def test_quick_run_writes_every_field(tmp_path):
         torch.set_num_threads(threads)
     assert json.loads((tmp_path / "micro.json").read_text()) == json.loads(json.dumps(r))
     md = (tmp_path / "micro.md").read_text()
-    for section in ("Host ISA", "Peak FLOP/s", "GEMM", "Bandwidth", "Small-M GEMM", "Host overhead"):
+    for section in ("Host ISA", "Peak FLOP/s", "GEMM", "Bandwidth", "Small-M GEMM", "Host overhead",
+                    "torch.compile(module) against a compiled function"):
         assert section in md
 
     m = r["machine"]
@@ -64,6 +65,9 @@ def test_quick_run_writes_every_field(tmp_path):
             assert k[b]["gbps"] > 0 and k[b]["pct_triad"] > 0 and k[b]["matches_eager"] is True
     for b in r["backends"]:
         assert r["overhead"][b]["us_per_call"] > 0
+    assert set(r["module_wrapper"]["us_per_call"]) == {
+        "eager", *(f"{b}: torch.compile({how})" for b in ("eager", "fxcpp") for how in ("module", "lambda x: module(x)"))}
+    assert all(us > 0 for us in r["module_wrapper"]["us_per_call"].values())
     assert m["host"]["summary"] and m["host"]["onednn_isa"]
     assert {(g["dtype"], g["m"]) for g in r["gemv"]} == {("fp32", 1), ("fp32", 16), ("bf16", 1), ("bf16", 16)}
     for g in r["gemv"]:
