@@ -65,7 +65,9 @@ def once(model_name: str, batch: int, dtype: str, placement: str) -> tuple[dict,
         fn = cfg.compile(lambda *x: suite.call(spec, fxcpp_model, x))
         first_call(cfg, fn, inputs, "cpu", rec)
         fns = {"eager": lambda *x: suite.call(spec, model, x), "dynamo_eager": dynamo_eager, "fxcpp": fn}
-        samples = timed_flushed(fns, inputs, 60) if placement == "flushed" else timed(fns, inputs, "cpu", 30, 3)
+        # settle=0: each sample directly after the other configurations' calls, whose effect on
+        # the caches is what the `copies` placement measures.
+        samples = timed_flushed(fns, inputs, 60) if placement == "flushed" else timed(fns, inputs, "cpu", 30, 3, settle=0)
     medians = {k: statistics.median(v) * 1e3 for k, v in samples.items()}
     return medians, [f"{r.node}: {r.impl}" for r in Report(rec).rows if r.impl]
 

@@ -98,7 +98,7 @@ def _linear(k: int, n: int, dtype, choice: str | None, x: torch.Tensor):
     its path. The call must happen while the variable is set: torch.compile compiles at the
     first call, and each kernel reads the variable when it is made.
     A function, not torch.compile(module): Dynamo's wrapper around a compiled module costs
-    ~7 us per call under any backend (measure_module_wrapper), more than the GEMV takes on
+    3-7 us per call under any backend (measure_module_wrapper), as much as the GEMV takes on
     an L2-sized weight; these rows time the kernels, the host-overhead rows the call."""
     torch.manual_seed(0)
     lin = torch.nn.Linear(k, n).eval().to(dtype)
@@ -106,7 +106,6 @@ def _linear(k: int, n: int, dtype, choice: str | None, x: torch.Tensor):
     if choice:
         os.environ["FXCPP_KERNEL_CHOICE"] = choice
     try:
-        torch._dynamo.reset()
         fn = torch.compile(lambda x: lin(x), backend="fxcpp", dynamic=False)
         with torch.no_grad():
             fn(x)
@@ -134,6 +133,11 @@ def measure_gemv(threads: int, quick: bool) -> list:
             for m in ms:
                 x = torch.randn(m, k, dtype=dtype)
                 row = {"m": m, "k": k, "n": n, "dtype": key, "weight_mb": wbytes / 1e6, "triad_gbps": triad}
+                fns = {}
+                # One reset per shape, none between its paths: a reset would drop the compiled
+                # paths made before it, and their next call would recompile without the forced
+                # choice. (Across shapes, Dynamo's recompile limit needs it.)
+                torch._dynamo.reset()
                 with torch.no_grad():
                     for name, choice in (("eager", None), ("fxcpp", None), ("gemv", "gemv"), ("onednn", "onednn")):
                         try:
@@ -142,11 +146,24 @@ def measure_gemv(threads: int, quick: bool) -> list:
                                 fn = lin
                             elif name == "fxcpp":
                                 row["fxcpp_path"] = _path(lin, x)
-                            sec = _time(fn, (x,), threads, 0.05 if quick else 0.2)
-                            row[name] = {"us": sec * 1e6, "gbps": wbytes / sec / 1e9,
-                                         "pct_triad": 100 * wbytes / sec / 1e9 / triad}
+                            fns[name] = fn
                         except Exception as e:  # noqa: BLE001 - one failing path must not lose the rest
                             row[name] = {"error": f"{type(e).__name__}: {e}"[:300]}
+                    # Interleaved rounds, median per path: a burst of this VM's noise hits one
+                    # round of every path, not all of one path's time.
+                    samples = {name: [] for name in fns}
+                    for _ in range(3):
+                        for name, fn in fns.items():
+                            try:
+                                samples[name].append(_time(fn, (x,), threads, 0.02 if quick else 0.07))
+                            except Exception as e:  # noqa: BLE001
+                                row[name] = {"error": f"{type(e).__name__}: {e}"[:300]}
+                    for name, s in samples.items():
+                        if name in row:
+                            continue
+                        sec = statistics.median(s)
+                        row[name] = {"us": sec * 1e6, "gbps": wbytes / sec / 1e9,
+                                     "pct_triad": 100 * wbytes / sec / 1e9 / triad}
                 rows.append(row)
     torch._dynamo.reset()
     return rows
@@ -156,9 +173,7 @@ def _path(lin, x) -> str:
     """Which implementation fxcpp's default rule ran (explain's impl column, its first word)."""
     import fxcpp
 
-    torch._dynamo.reset()
     impl = [r.impl for r in fxcpp.explain(lin, x).rows if r.kernel == "onednn" and r.impl]
-    torch._dynamo.reset()
     return impl[0].split(",")[0] if impl else "?"
 
 
