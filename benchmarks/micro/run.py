@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
@@ -363,6 +365,19 @@ def main(argv=None) -> dict:
 
     torch.set_num_threads(args.threads)
     backends = ["eager", "fxcpp"] + ([] if args.no_inductor else ["inductor"])
+    # Every first-call choice measured in this run: a choice cached by an earlier process was
+    # measured under whatever load that process saw (FXCPP_CACHE_DIR, when set, is kept).
+    own_cache = "FXCPP_CACHE_DIR" not in os.environ
+    if own_cache:
+        os.environ["FXCPP_CACHE_DIR"] = tempfile.mkdtemp(prefix="fxcpp-micro-choices-")
+    try:
+        return _run(args, argv, backends)
+    finally:
+        if own_cache:
+            shutil.rmtree(os.environ.pop("FXCPP_CACHE_DIR"), ignore_errors=True)
+
+
+def _run(args, argv, backends) -> dict:
     t0 = time.time()
     r = {"machine": machine_info(args.threads, command_line("benchmarks.micro.run", argv)), "quick": args.quick, "backends": backends}
     r["peak"] = measure_peak(args.threads, args.quick)
