@@ -188,8 +188,8 @@ def parse_args(argv=None):
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--settle", type=int, default=1,
-                   help="untimed calls of a configuration before each of its samples (0: the samples "
-                        "follow the previous configuration's call directly, as before commit 'settle')")
+                   help="untimed calls of a configuration before each of its samples (0: each sample "
+                        "directly follows the previous configuration's call, as before this option)")
     p.add_argument("--threads", type=int, default=machine.physical_cores(), help="default: the physical cores")
     p.add_argument("--no-isolated", dest="isolated", action="store_false",
                    help="skip the fresh process per configuration (cold compile, peak memory): "
