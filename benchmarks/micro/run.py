@@ -102,7 +102,7 @@ def _linear(k: int, n: int, dtype, choice: str | None, x: torch.Tensor):
     A function, not torch.compile(module): Dynamo's wrapper around a compiled module costs
     3-7 us per call under any backend (measure_module_wrapper), as much as the GEMV takes on
     an L2-sized weight; these rows time the kernels, the host-overhead rows the call.
-    (Until this commit the rows compiled the module with dynamic=False, 3.4 us more a call.)"""
+    (Before commit 3cd847e the rows compiled the module with dynamic=False, 3.4 us more a call.)"""
     torch.manual_seed(0)
     lin = torch.nn.Linear(k, n).eval().to(dtype)
     old = os.environ.pop("FXCPP_KERNEL_CHOICE", None)
@@ -255,7 +255,9 @@ def measure_overhead(threads: int, quick: bool, backends: list) -> dict:
 
 def measure_module_wrapper(threads: int, quick: bool) -> dict:
     """What torch.compile(module) costs per call beside torch.compile of a function calling the
-    module, under Dynamo alone (backend="eager") and fxcpp: nn.Linear(512, 512) at M = 1."""
+    module, under Dynamo alone (backend="eager") and fxcpp: nn.Linear(512, 512) at M = 1.
+    Each form's two backends share one code object (Linear.forward, the lambda), so a call may
+    also walk the other backend's cache entry (its guards pass, its backend does not match)."""
     torch.manual_seed(0)
     lin, x = torch.nn.Linear(512, 512).eval(), torch.randn(1, 512)
     out = {"graph": "nn.Linear(512, 512) on a 1 x 512 fp32 input, under torch.no_grad()"}
