@@ -16,11 +16,9 @@ import argparse
 import copy
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 import torch
@@ -204,16 +202,8 @@ def parse_args(argv=None):
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    # fxcpp's first-call choices measured in this run, not taken from an earlier process's
-    # cache (measured under whatever load it saw); FXCPP_CACHE_DIR, when set, is kept.
-    own_cache = "FXCPP_CACHE_DIR" not in os.environ
-    if own_cache:
-        os.environ["FXCPP_CACHE_DIR"] = tempfile.mkdtemp(prefix="fxcpp-harness-choices-")
-    try:
+    with machine.own_choice_cache("harness"):
         return _main(args, argv)
-    finally:
-        if own_cache:
-            shutil.rmtree(os.environ.pop("FXCPP_CACHE_DIR"), ignore_errors=True)
 
 
 def _main(args, argv) -> int:

@@ -1,12 +1,15 @@
 """What machine a result came from: shared by the suite harness and the micro-benchmarks."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -100,3 +103,20 @@ def proc_status_mb(field: str) -> float:
     """A memory field of /proc/self/status ("VmRSS", "VmHWM"), in MiB."""
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith(field + ":")) / 1024
+
+
+@contextlib.contextmanager
+def own_choice_cache(tag: str):
+    """fxcpp's first-call choices measured in this run, in an empty choice cache removed at the
+    end: a choice cached by an earlier process was measured under whatever load it saw.
+    FXCPP_CACHE_DIR, when set, is kept."""
+    if "FXCPP_CACHE_DIR" in os.environ:
+        yield
+        return
+    d = tempfile.mkdtemp(prefix=f"fxcpp-{tag}-choices-")
+    os.environ["FXCPP_CACHE_DIR"] = d
+    try:
+        yield
+    finally:
+        os.environ.pop("FXCPP_CACHE_DIR", None)
+        shutil.rmtree(d, ignore_errors=True)

@@ -9,9 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
@@ -19,7 +17,7 @@ import torch
 import torch.utils.benchmark as tb
 
 from . import native
-from ..machine import command_line, machine_info, physical_cores, save_results
+from ..machine import command_line, machine_info, own_choice_cache, physical_cores, save_results
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -94,6 +92,12 @@ def measure_gemm(threads: int, quick: bool, peak: dict) -> list:
     return rows
 
 
+def _seeded_linear(k: int, n: int, dtype) -> torch.nn.Linear:
+    """nn.Linear(k, n) with the same weights for every path of a row."""
+    torch.manual_seed(0)
+    return torch.nn.Linear(k, n).eval().to(dtype)
+
+
 def _linear(k: int, n: int, dtype, choice: str | None, x: torch.Tensor):
     """A compiled function calling nn.Linear(k, n) (a parameter weight, so fxcpp may pack it),
     made with FXCPP_KERNEL_CHOICE=choice (None: fxcpp's own rule) and called once on x to settle
@@ -103,8 +107,7 @@ def _linear(k: int, n: int, dtype, choice: str | None, x: torch.Tensor):
     3-7 us per call under any backend (measure_module_wrapper), as much as the GEMV takes on
     an L2-sized weight; these rows time the kernels, the host-overhead rows the call.
     (Before commit 3cd847e the rows compiled the module with dynamic=False, 3.4 us more a call.)"""
-    torch.manual_seed(0)
-    lin = torch.nn.Linear(k, n).eval().to(dtype)
+    lin = _seeded_linear(k, n, dtype)
     old = os.environ.pop("FXCPP_KERNEL_CHOICE", None)
     if choice:
         os.environ["FXCPP_KERNEL_CHOICE"] = choice
@@ -150,8 +153,7 @@ def measure_gemv(threads: int, quick: bool) -> list:
                     for name, choice in (("eager", None), ("fxcpp", None), ("gemv", "gemv"), ("onednn", "onednn")):
                         try:
                             if name == "eager":
-                                torch.manual_seed(0)
-                                fns[name] = torch.nn.Linear(k, n).eval().to(dtype)
+                                fns[name] = _seeded_linear(k, n, dtype)
                                 continue
                             lin, fn = _linear(k, n, dtype, choice, x)
                             if name == "fxcpp":
@@ -367,16 +369,8 @@ def main(argv=None) -> dict:
 
     torch.set_num_threads(args.threads)
     backends = ["eager", "fxcpp"] + ([] if args.no_inductor else ["inductor"])
-    # Every first-call choice measured in this run: a choice cached by an earlier process was
-    # measured under whatever load that process saw (FXCPP_CACHE_DIR, when set, is kept).
-    own_cache = "FXCPP_CACHE_DIR" not in os.environ
-    if own_cache:
-        os.environ["FXCPP_CACHE_DIR"] = tempfile.mkdtemp(prefix="fxcpp-micro-choices-")
-    try:
+    with own_choice_cache("micro"):
         return _run(args, argv, backends)
-    finally:
-        if own_cache:
-            shutil.rmtree(os.environ.pop("FXCPP_CACHE_DIR"), ignore_errors=True)
 
 
 def _run(args, argv, backends) -> dict:

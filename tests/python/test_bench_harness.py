@@ -148,3 +148,17 @@ def test_each_sample_follows_untimed_calls_of_its_own_configuration():
 
     assert set(runs(0)) == {1}  # the old way: each sample directly after the other configuration
     assert set(runs(1)) == {2}  # one untimed call of its own, then the timed one
+
+
+def test_a_run_measures_its_own_choices_unless_a_cache_dir_is_given(tmp_path, monkeypatch):
+    from benchmarks import machine
+
+    monkeypatch.delenv("FXCPP_CACHE_DIR", raising=False)
+    with machine.own_choice_cache("test"):
+        d = os.environ["FXCPP_CACHE_DIR"]
+        assert os.path.isdir(d) and not os.listdir(d)
+    assert "FXCPP_CACHE_DIR" not in os.environ and not os.path.exists(d)
+    monkeypatch.setenv("FXCPP_CACHE_DIR", str(tmp_path))
+    with machine.own_choice_cache("test"):
+        assert os.environ["FXCPP_CACHE_DIR"] == str(tmp_path)
+    assert os.environ["FXCPP_CACHE_DIR"] == str(tmp_path) and tmp_path.is_dir()
