@@ -1,6 +1,7 @@
 """Non-finite values through every oneDNN post-op: NaN stays NaN, ±inf and signed zeros come
 out as eager's kernels give them (oneDNN's own relu/clip/hardsigmoid would turn NaN into a
-bound; the kernels build those from NaN-preserving steps)."""
+bound; at a call that could carry NaN or inf into them the kernels build those from
+NaN-preserving steps: test_onednn_plain_clamps.py)."""
 import pytest
 import torch
 import torch.nn as nn

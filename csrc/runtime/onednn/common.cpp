@@ -11,6 +11,12 @@
 #include <ATen/ops/zeros_like.h>
 
 #include <limits>
+#include <cmath>
+#include <ATen/Parallel.h>
+#include <ATen/ops/abs.h>
+#include <ATen/ops/max.h>
+#include <c10/util/bit_cast.h>
+#include <c10/util/Half.h>
 #include <sstream>
 
 namespace fxcpp::onednn {
@@ -96,6 +102,69 @@ static dnnl::algorithm binary_alg(const std::string& a) {
   throw std::invalid_argument("unknown binary post-op " + a);
 }
 
+static constexpr double kInfD = std::numeric_limits<double>::infinity();
+
+static bool nan_losing(const PostOp& p) {
+  return p.kind == PostOp::Kind::Eltwise &&
+         ((p.alg == "relu" && p.alpha == 0.f) || p.alg == "clip" || p.alg == "hardsigmoid");
+}
+
+int last_plain_clamp(const FusedOp& f) {
+  int last = -1;
+  for (int i = 0; i < static_cast<int>(f.post_ops.size()); ++i)
+    if (nan_losing(f.post_ops[i])) last = i;
+  for (int i = 0; i < last; ++i) {
+    const PostOp& p = f.post_ops[i];
+    const bool keeps = p.kind == PostOp::Kind::Eltwise
+                           ? p.alg == "relu" || p.alg == "clip" || p.alg == "hardsigmoid" || (p.alg == "linear" && p.alpha != 0.f)
+                           : p.kind == PostOp::Kind::Sum || p.alg == "add" || p.alg == "sub";
+    if (!keeps) return -1;
+  }
+  return last;
+}
+
+double plain_clamp_bound(const FusedOp& f, int last, double b, const std::vector<at::Tensor>& operands) {
+  auto clamp = [](double v, double lo, double hi) { return std::min(std::max(v, lo), hi); };
+  for (int i = 0; i < last && b < kInfD; ++i) {
+    const PostOp& p = f.post_ops[i];
+    if (p.kind != PostOp::Kind::Eltwise) b += max_abs(operands.at(i));
+    else if (p.alg == "relu") b *= std::max(1.0, std::abs(double(p.alpha)));
+    else if (p.alg == "clip") b = std::max(std::abs(clamp(-b, p.alpha, p.beta)), std::abs(clamp(b, p.alpha, p.beta)));
+    else if (p.alg == "hardsigmoid") b = 1;
+    else b = std::abs(double(p.alpha)) * b + std::abs(double(p.beta));  // linear
+  }
+  return b;
+}
+
+float max_abs(const at::Tensor& t) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  if (t.numel() == 0) return 0.f;
+  const auto st = t.scalar_type();
+  if (!t.is_non_overlapping_and_dense() || (st != at::kFloat && st != at::kBFloat16 && st != at::kHalf)) {
+    const float m = at::abs(t).max().item<float>();  // NaN propagates
+    return std::isfinite(m) ? m : inf;
+  }
+  // Dense: the elements fill numel() slots from the data pointer, in some order. The max of the
+  // sign-cleared bit patterns is the bits of the max |x| (their order is the values' order for
+  // non-negative floats, NaN and inf above every finite one); an integer max vectorizes as is.
+  auto scan = [&](auto* p, uint32_t mask) {
+    return at::parallel_reduce(
+        0, t.numel(), 1 << 16, uint32_t{0},
+        [&](int64_t b, int64_t e, uint32_t m) {
+          for (int64_t i = b; i < e; ++i) m = std::max<uint32_t>(m, p[i] & mask);
+          return m;
+        },
+        [](uint32_t a, uint32_t b) { return std::max(a, b); });
+  };
+  if (st == at::kFloat) {
+    const uint32_t m = scan(static_cast<const uint32_t*>(t.const_data_ptr()), 0x7fffffffu);
+    return m >= 0x7f800000u ? inf : c10::bit_cast<float>(m);
+  }
+  const uint32_t m = scan(static_cast<const uint16_t*>(t.const_data_ptr()), 0x7fffu);
+  if (st == at::kBFloat16) return m >= 0x7f80u ? inf : c10::bit_cast<float>(m << 16);
+  return m >= 0x7c00u ? inf : static_cast<float>(c10::Half(static_cast<uint16_t>(m), c10::Half::from_bits()));
+}
+
 // oneDNN's relu (slope 0), clip and hardsigmoid compute max/min with the bound as the
 // second operand, so NaN comes out as the bound; eager keeps NaN. They are built instead
 // from elu with alpha 0, `x > 0 ? x : 0 * (exp(x) - 1)`, which is x, -0 or NaN, and a
@@ -103,7 +172,8 @@ static dnnl::algorithm binary_alg(const std::string& a) {
 //   relu(x)         = elu0(x) + 0                                    (exact)
 //   clip(x, lo, hi) = hi - elu0((hi - lo) - elu0(x - lo))            (NaN kept; unclipped values
 //                                                                     round by at most ulp(hi)/2)
-// A bound at ±FLT_MAX (clamp with one side) is absent.
+// A bound at ±FLT_MAX (clamp with one side) is absent. Two exps per element for a clip: at a
+// call proven NaN-free (plain_clamp_bound) the kernels run oneDNN's own clamps instead.
 static void append_nan_preserving(dnnl::post_ops& po, const PostOp& p) {
   using A = dnnl::algorithm;
   const float big = std::numeric_limits<float>::max();
@@ -131,13 +201,17 @@ static void append_nan_preserving(dnnl::post_ops& po, const PostOp& p) {
   po.append_eltwise(eltwise_alg(p.alg), p.alpha, p.beta);
 }
 
-PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& operands, bool sum_in_place, int64_t dst_ndims) {
+PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& operands, bool sum_in_place, int64_t dst_ndims,
+                          bool plain_clamps) {
   PostOpArgs r;
   dnnl::post_ops po;
   for (size_t i = 0; i < f.post_ops.size(); ++i) {
     const PostOp& p = f.post_ops[i];
     if (p.kind == PostOp::Kind::Eltwise) {
-      append_nan_preserving(po, p);
+      if (plain_clamps && nan_losing(p))
+        po.append_eltwise(p.alg == "relu" ? dnnl::algorithm::eltwise_relu : eltwise_alg(p.alg), p.alpha, p.beta);
+      else
+        append_nan_preserving(po, p);
     } else if (p.kind == PostOp::Kind::Sum && sum_in_place) {
       po.append_sum(1.f);
     } else {

@@ -4,6 +4,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <atomic>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -48,7 +49,21 @@ struct PostOpArgs {
 // Builds the attr for the node's post-op list. `operands[i]` is the tensor of post-op i
 // (undefined for eltwise), already viewed to dst's dims; `sum_in_place` says whether a Sum
 // post-op accumulates into dst (else it is applied as a Binary add).
-PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& operands, bool sum_in_place, int64_t dst_ndims);
+// `plain_clamps`: relu (slope 0), clip and hardsigmoid as oneDNN's own, which turn NaN into a
+// bound; only for a call checked to carry no NaN into them (plain_clamp_bound). Otherwise they
+// are built from NaN-preserving steps, at two exps per element for a clip.
+PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& operands, bool sum_in_place, int64_t dst_ndims,
+                          bool plain_clamps = false);
+// The index of the last post-op that loses NaN in its plain form (relu with slope 0, clip,
+// hardsigmoid), when every post-op before it keeps finite values finite and NaN-free (relu,
+// clip, hardsigmoid, linear with a nonzero scale, add/sub of an operand); -1 otherwise.
+int last_plain_clamp(const FusedOp& f);
+// A bound on |value| entering post-op `last` (last_plain_clamp) for a call whose conv/matmul
+// result is bounded by `result_bound`: operands' max |x| is read here. +inf when NaN or inf
+// can reach it; the plain chain is then not safe.
+double plain_clamp_bound(const FusedOp& f, int last, double result_bound, const std::vector<at::Tensor>& operands);
+// max |x| over a float tensor; +inf when any element is NaN or inf.
+float max_abs(const at::Tensor& t);
 // An operand viewed to `dst` dims: left-padded with 1s; broadcast (stride-0) dims made size 1.
 at::Tensor operand_for_dst(const at::Tensor& t, int64_t dst_ndims);
 
@@ -61,6 +76,9 @@ struct PackedWeights {
   std::vector<TensorStamp> stamps;
   at::Tensor weight;  // bytes in the primitive's weights desc
   at::Tensor bias;    // plain [OC], or undefined
+  // |conv/matmul result| <= max|src| * w_bound + b_bound (max|w| times its element count, max|b|;
+  // +inf for a non-finite weight or bias): what decides, per call, whether the plain clamps are safe.
+  double w_bound = std::numeric_limits<double>::infinity(), b_bound = 0;
 };
 // What a pack is laid out for; signatures whose packs have equal layouts share one.
 struct PackLayout {

@@ -136,45 +136,62 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     for (const auto& t : operands) shape_of.push_back(t);
     std::string key = signature(shape_of, sum_in_place) + (cached ? "c" : "p");
     const c10::ScalarType bias_dt = bias_dtype(bias, io);
-    auto e = entry(
-        key, [&] { return build(x, w, cdt, bias.defined(), bias_dt, !bn.empty(), out, pad_l, pad_r, dil, strides, operands, sum_in_place); },
-        onednn_name(io), cached ? "weight packed once" : "weight reordered every call (" + per_call_reason() + ")");
+    // With a packed weight, relu/clip run as oneDNN's own clamps at calls proven NaN-free, and
+    // a second primitive with the NaN-preserving chain (built at the first call that needs it)
+    // runs the others.
+    const bool plain = plain_clamps_possible(cached);
+    const std::string weight_note = cached ? "weight packed once" : "weight reordered every call (" + per_call_reason() + ")";
+    auto make = [&](bool plain_clamps) {
+      return [&, plain_clamps] {
+        return build(x, w, cdt, bias.defined(), bias_dt, !bn.empty(), out, pad_l, pad_r, dil, strides, operands,
+                     sum_in_place, plain_clamps);
+      };
+    };
+    auto e = entry(key, make(plain), onednn_name(io), weight_note + (plain ? ", clamps plain where the input is checked finite" : ""));
     auto run_once = [&](bool scratch) {
+      auto pack_for = [&](ConvEntry& r) {
+        return packed_weights(r, w, bias, bn, PackLayout{"onednn", r.pd.weights_desc()},
+                              [&](const at::Tensor& wt, const at::Tensor& bt) {
+                                const at::Tensor wc = wt.to(cdt);
+                                return std::make_pair(reorder_to(wc, weight_plain(wc), r.pd.weights_desc()),
+                                                      bt.defined() ? bt.to(bias_dt).contiguous() : at::Tensor());
+                              });
+      };
+      std::shared_ptr<const PackedWeights> packed;
+      if (cached) packed = pack_for(*e);
+      std::shared_ptr<ConvEntry> r = e;  // the primitive this call runs
+      if (plain && !plain_clamps_safe(x, *packed, operands)) {
+        r = entry(key + "x", make(false), onednn_name(io), weight_note);
+        if (!(r->pd.weights_desc() == e->pd.weights_desc())) packed = pack_for(*r);
+      }
       // Input: as it is when the primitive reads that layout, else reordered into the one it picked.
-      memory src_mem = as_memory(x, e->src_plain);
+      memory src_mem = as_memory(x, r->src_plain);
       at::Tensor src_buf;
-      if (e->src_reorder) {  // built once per signature, like the primitive
-        src_buf = alloc_for(e->pd.src_desc());
-        memory to(e->pd.src_desc(), cpu_engine(), src_buf.mutable_data_ptr());
+      if (r->src_reorder) {  // built once per signature, like the primitive
+        src_buf = alloc_for(r->pd.src_desc());
+        memory to(r->pd.src_desc(), cpu_engine(), src_buf.mutable_data_ptr());
         dnnl::stream& s = thread_stream();
-        e->src_reorder->execute(s, src_mem, to);
+        r->src_reorder->execute(s, src_mem, to);
         s.wait();
         src_mem = to;
       }
       at::Tensor dst = !sum_in_place ? empty_cl(out, x.options()) : scratch ? in_place.clone() : in_place;
       std::unordered_map<int, memory> args;
       args[DNNL_ARG_SRC] = src_mem;
-      args[DNNL_ARG_DST] = as_dst_memory(dst, e->pd.dst_desc());
-      std::shared_ptr<const PackedWeights> packed;
+      args[DNNL_ARG_DST] = as_dst_memory(dst, r->pd.dst_desc());
       at::Tensor b_hold;  // keeps a per-call bias alive until execute() returns
       if (cached) {
-        packed = packed_weights(*e, w, bias, bn, PackLayout{"onednn", e->pd.weights_desc()},
-                                [&](const at::Tensor& wt, const at::Tensor& bt) {
-                                  const at::Tensor wc = wt.to(cdt);
-                                  return std::make_pair(reorder_to(wc, weight_plain(wc), e->pd.weights_desc()),
-                                                        bt.defined() ? bt.to(bias_dt).contiguous() : at::Tensor());
-                                });
-        args[DNNL_ARG_WEIGHTS] = memory(e->pd.weights_desc(), cpu_engine(), const_cast<void*>(packed->weight.const_data_ptr()));
-        if (packed->bias.defined()) args[DNNL_ARG_BIAS] = as_memory(packed->bias, e->bias_md);
+        args[DNNL_ARG_WEIGHTS] = memory(r->pd.weights_desc(), cpu_engine(), const_cast<void*>(packed->weight.const_data_ptr()));
+        if (packed->bias.defined()) args[DNNL_ARG_BIAS] = as_memory(packed->bias, r->bias_md);
       } else {
         auto [wt, bt] = folded(w, bias, bn);
         const at::Tensor wc = wt.to(cdt);
-        args[DNNL_ARG_WEIGHTS] = reorder_to_thread_buffer(wc, weight_plain(wc), e->pd.weights_desc());
-        if (bt.defined()) args[DNNL_ARG_BIAS] = as_memory(b_hold = bt.to(bias_dt).contiguous(), e->bias_md);
+        args[DNNL_ARG_WEIGHTS] = reorder_to_thread_buffer(wc, weight_plain(wc), r->pd.weights_desc());
+        if (bt.defined()) args[DNNL_ARG_BIAS] = as_memory(b_hold = bt.to(bias_dt).contiguous(), r->bias_md);
       }
-      for (const BinaryArg& b : e->binary)
+      for (const BinaryArg& b : r->binary)
         args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.position) | DNNL_ARG_SRC_1] = as_memory(operands[b.operand], b.desc);
-      execute(e->prim, e->pd, args);
+      execute(r->prim, r->pd, args);
       if (out_cl && dst.scalar_type() == out_dtype_) return dst;
       // Contiguous, as eager returns it (or channels-last as asked), in the output's dtype.
       at::Tensor res = out_cl ? empty_cl(dst.sizes(), dst.options().dtype(out_dtype_)) : pooled_empty(dst.sizes(), out_dtype_);
@@ -209,7 +226,8 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
   std::shared_ptr<ConvEntry> build(const at::Tensor& x, const at::Tensor& w, c10::ScalarType cdt, bool has_bias,
                                    c10::ScalarType bias_dt, bool folded,
                                    const Dims& out, const Dims& pad_l, const Dims& pad_r, const Dims& dil,
-                                   const Dims& strides, const std::vector<at::Tensor>& operands, bool sum_in_place) const {
+                                   const Dims& strides, const std::vector<at::Tensor>& operands, bool sum_in_place,
+                                   bool plain_clamps) const {
     const int64_t nd = x.dim();
     auto dt = dtype_of(cdt);
     auto e = std::make_shared<ConvEntry>();
@@ -222,7 +240,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     memory::desc w_md(w_plain.get_dims(), dt, tag::any);
     memory::desc bias_md;
     if (has_bias || folded) bias_md = memory::desc({out[1]}, has_bias ? dtype_of(bias_dt) : dt, tag::a);
-    PostOpArgs po = build_post_ops(f_, operands, sum_in_place, nd);
+    PostOpArgs po = build_post_ops(f_, operands, sum_in_place, nd, plain_clamps);
     if (f_.transposed) {
       auto pd = dnnl::deconvolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,
                                                             dnnl::algorithm::deconvolution_direct, src_md, w_md, bias_md,

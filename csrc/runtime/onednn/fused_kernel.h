@@ -126,6 +126,22 @@ class FusedKernel : public Kernel {
     return io == c10::kHalf ? "onednn:fp16-as-fp32" : "onednn:bf16-as-fp32";
   }
 
+  // Whether a call may run the primitive built with plain clamps (build_post_ops): only with a
+  // packed weight, whose bound is known, and a post-op chain where that can be proven.
+  bool plain_clamps_possible(bool cached) const { return cached && last_clamp_ >= 0; }
+  // Whether this call's values reaching the clamps are finite and small enough that no NaN can
+  // (then oneDNN's one-instruction clamps give eager's result; otherwise the NaN-preserving
+  // chain runs, at two exps per element for a clip: most of MobileNetV2's time). One read of
+  // the input (and of any operand added before a clamp).
+  bool plain_clamps_safe(const at::Tensor& src, const PackedWeights& p, const std::vector<at::Tensor>& operands) const {
+    constexpr double kSafe = 1e30;  // far below FLT_MAX: the bound is exact arithmetic, fp32 rounding adds little
+    double b = double(max_abs(src)) * p.w_bound + p.b_bound;  // NaN (0 * inf) compares false below
+    if (b < kSafe) b = plain_clamp_bound(f_, last_clamp_, b, operands);
+    if (b < kSafe) return true;
+    note("NaN-preserving post-ops at a call whose input, operand or weight could make NaN or inf reach a clamp");
+    return false;
+  }
+
   // Why a weight is not cached, for explain().
   std::string per_call_reason() const {
     if (!long_lived_) return per_call_why_;
@@ -273,6 +289,10 @@ class FusedKernel : public Kernel {
     p->stamps = stamps_of(sources);
     auto [wt, bt] = folded(w, bias, bn);
     std::tie(p->weight, p->bias) = pack(wt, bt);
+    if (last_clamp_ >= 0) {
+      p->w_bound = double(max_abs(wt)) * double(wt.numel());
+      p->b_bound = bt.defined() ? double(max_abs(bt)) : 0.0;
+    }
     ++stats().packs;
     std::shared_ptr<const PackedWeights> cp = p;
     std::lock_guard<std::mutex> lk(mu_);
@@ -367,6 +387,7 @@ class FusedKernel : public Kernel {
   }
 
   const std::string per_call_why_;
+  const int last_clamp_ = last_plain_clamp(f_);
   const int forced_;
   const bool native_bf16_;  // read when the kernel is made (FXCPP_BF16 can force either path)
   mutable std::atomic<int> measured_{0}, last_choice_{kUndecided};

@@ -144,35 +144,52 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     for (const auto& t : operands) shape_of.push_back(t);
     std::string key = signature(shape_of, sum_in_place) + (cached ? "c" : "p");
     const c10::ScalarType bias_dt = bias_dtype(bias, io);
-    std::shared_ptr<MatmulEntry> e = entry(
-        key, [&] { return build(src, wd, ws, cdt, bias.defined(), bias_dt, !bn.empty(), operands, sum_in_place, dst_dims, cached); },
-        onednn_name(io), (cached ? "weight packed once" : "weight read in place (" + per_call_reason() + ")"));
+    // With a packed weight, relu/clip run as oneDNN's own clamps at calls proven NaN-free (see
+    // the conv kernel); a second primitive with the NaN-preserving chain runs the others.
+    const bool plain = plain_clamps_possible(cached);
+    const std::string weight_note = cached ? "weight packed once" : "weight read in place (" + per_call_reason() + ")";
+    auto make = [&](bool plain_clamps) {
+      return [&, plain_clamps] {
+        return build(src, wd, ws, cdt, bias.defined(), bias_dt, !bn.empty(), operands, sum_in_place, dst_dims, cached,
+                     plain_clamps);
+      };
+    };
+    std::shared_ptr<MatmulEntry> e =
+        entry(key, make(plain), onednn_name(io), weight_note + (plain ? ", clamps plain where the input is checked finite" : ""));
     auto run_once = [&](bool scratch) {
+      auto pack_for = [&](MatmulEntry& r) {
+        return packed_weights(r, w, bias, bn, PackLayout{"onednn", r.pd.weights_desc()},
+                              [&](const at::Tensor& wt, const at::Tensor& bt) {
+                                const at::Tensor wc = wt.to(cdt);
+                                auto [d, st] = logical_weight(wc);
+                                return std::make_pair(reorder_to(wc, plain_desc(wc, d, st), r.pd.weights_desc()),
+                                                      bt.defined() ? bt.to(bias_dt).contiguous() : at::Tensor());
+                              });
+      };
+      std::shared_ptr<const PackedWeights> packed;
+      if (cached) packed = pack_for(*e);
+      std::shared_ptr<MatmulEntry> r = e;  // the primitive this call runs
+      if (plain && !plain_clamps_safe(src, *packed, operands)) {
+        r = entry(key + "x", make(false), onednn_name(io), weight_note);
+        if (!(r->pd.weights_desc() == e->pd.weights_desc())) packed = pack_for(*r);
+      }
       // A fresh output is allocated in its final shape (oneDNN writes the same bytes through its
       // [.., M, N] description): a view of it would keep its base alive, and a consumer could
       // then never take the buffer over in place.
       at::Tensor dst = !sum_in_place ? pooled_empty(out_shape, cdt) : scratch ? in_place.clone() : in_place;
       std::unordered_map<int, memory> args;
-      args[DNNL_ARG_SRC] = as_memory(src, e->pd.src_desc());
-      args[DNNL_ARG_DST] = as_dst_memory(dst, e->pd.dst_desc());
-      std::shared_ptr<const PackedWeights> packed;
+      args[DNNL_ARG_SRC] = as_memory(src, r->pd.src_desc());
+      args[DNNL_ARG_DST] = as_dst_memory(dst, r->pd.dst_desc());
       if (cached) {
-        packed = packed_weights(*e, w, bias, bn, PackLayout{"onednn", e->pd.weights_desc()},
-                                [&](const at::Tensor& wt, const at::Tensor& bt) {
-                                  const at::Tensor wc = wt.to(cdt);
-                                  auto [d, st] = logical_weight(wc);
-                                  return std::make_pair(reorder_to(wc, plain_desc(wc, d, st), e->pd.weights_desc()),
-                                                        bt.defined() ? bt.to(bias_dt).contiguous() : at::Tensor());
-                                });
-        args[DNNL_ARG_WEIGHTS] = memory(e->pd.weights_desc(), cpu_engine(), const_cast<void*>(packed->weight.const_data_ptr()));
-        if (packed->bias.defined()) args[DNNL_ARG_BIAS] = as_memory(packed->bias, e->pd.bias_desc());
+        args[DNNL_ARG_WEIGHTS] = memory(r->pd.weights_desc(), cpu_engine(), const_cast<void*>(packed->weight.const_data_ptr()));
+        if (packed->bias.defined()) args[DNNL_ARG_BIAS] = as_memory(packed->bias, r->pd.bias_desc());
       } else {
         args[DNNL_ARG_WEIGHTS] = as_memory(w, plain_desc(w, wd, ws));
-        if (b_run.defined()) args[DNNL_ARG_BIAS] = as_memory(b_run, e->pd.bias_desc());
+        if (b_run.defined()) args[DNNL_ARG_BIAS] = as_memory(b_run, r->pd.bias_desc());
       }
-      for (const BinaryArg& b : e->binary)
+      for (const BinaryArg& b : r->binary)
         args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.position) | DNNL_ARG_SRC_1] = as_memory(operands[b.operand], b.desc);
-      execute(e->prim, e->pd, args);
+      execute(r->prim, r->pd, args);
       if (widen) return to_out_dtype(dst);  // rounded once, at the end (or kept fp32: widen_chains)
       return sum_in_place ? dst.view(out_shape) : dst;
     };
@@ -271,7 +288,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
   std::shared_ptr<MatmulEntry> build(const at::Tensor& src, const Dims& wd, const Dims& ws, c10::ScalarType cdt,
                                      bool has_bias, c10::ScalarType bias_dt, bool folded,
                                      const std::vector<at::Tensor>& operands, bool sum_in_place, const Dims& dst_dims,
-                                     bool cached) const {
+                                     bool cached, bool plain_clamps) const {
     const int64_t nd = src.dim();
     auto dt = dtype_of(cdt);
     memory::desc src_md = plain_desc(src);
@@ -283,7 +300,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
       bd[nd - 1] = wd[nd - 1];
       bias_md = memory::desc(bd, has_bias ? dtype_of(bias_dt) : dt, nd == 2 ? memory::format_tag::ab : memory::format_tag::abc);
     }
-    PostOpArgs po = build_post_ops(f_, operands, sum_in_place, nd);
+    PostOpArgs po = build_post_ops(f_, operands, sum_in_place, nd, plain_clamps);
     auto e = std::make_shared<MatmulEntry>();
     e->pd = dnnl::matmul::primitive_desc(cpu_engine(), src_md, w_md, bias_md, dst_md, po.attr);
     e->prim = dnnl::matmul(e->pd);
