@@ -104,6 +104,44 @@ def isolated_run(spec_name, batch, dtype, device, config, tiny) -> dict:
 
 
 def run_case(spec, batch, dtype_name, device, configs, args) -> list[dict]:
+    records, fns, inputs = prepare_case(spec, batch, dtype_name, device, configs, args)
+    samples = time_case(records, fns, inputs, device, args)
+    return finish_case(records, samples, spec, batch, dtype_name, device, args)
+
+
+def run_cases_interleaved(spec, batch, dtype_names, device, configs, args) -> list[dict]:
+    """One model in several dtypes, every (dtype, configuration) timed in one interleaved loop:
+    a dtype against another is then compared under the same machine state, as configurations
+    are (a case at a time, host load drifting between cases moved a bf16 / fp32 ratio by 0.15)."""
+    prepared = {d: prepare_case(spec, batch, d, device, configs, args) for d in dtype_names}
+    joint, records = {}, []
+    for d, (recs, fns, inputs) in prepared.items():
+        records += recs
+        for name, fn in fns.items():
+            joint[(d, name)] = lambda fn=fn, inputs=inputs: fn(*inputs)
+    samples = time_case(records, joint, (), device, args)
+    out = []
+    for d, (recs, fns, _) in prepared.items():
+        out += finish_case(recs, {name: samples[(d, name)] for name in fns if (d, name) in samples},
+                           spec, batch, d, device, args)
+    return out
+
+
+def time_case(records, fns, inputs, device, args) -> dict:
+    """The samples of each callable in fns; on an error, every record being timed says so."""
+    try:
+        with torch.no_grad():
+            return timed(fns, inputs, device, args.repeats, args.warmup, args.settle)
+    except Exception as e:  # noqa: BLE001
+        for rec in records:
+            if rec["status"] == "ok" or rec["status"] == "accuracy_fail":
+                rec.update(status="run_error", error=f"{type(e).__name__}: {e}"[:300])
+        return {}
+
+
+def prepare_case(spec, batch, dtype_name, device, configs, args):
+    """Build the model in the dtype, compile each configuration (cold and warm) and check its
+    output: the records, the callables to time, and their inputs."""
     dtype = DTYPES[dtype_name]
     model, inputs = spec.build(batch)
     model64, inputs64 = suite.to_dtype(copy.deepcopy(model), inputs, torch.float64, device)
@@ -140,13 +178,11 @@ def run_case(spec, batch, dtype_name, device, configs, args) -> list[dict]:
             if not rec["accuracy_ok"]:
                 rec["status"] = "accuracy_fail"
             fns[cfg.name] = fn
-        try:
-            samples = timed(fns, inputs, device, args.repeats, args.warmup, args.settle)
-        except Exception as e:  # noqa: BLE001
-            for rec in records:
-                if rec["config"] in fns:
-                    rec.update(status="run_error", error=f"{type(e).__name__}: {e}"[:300])
-            samples = {}
+    return records, fns, inputs
+
+
+def finish_case(records, samples, spec, batch, dtype_name, device, args) -> list[dict]:
+    """Latencies from the samples; peak memory and cold compile from isolated processes."""
     eager_median = statistics.median(samples["eager"]) if "eager" in samples else None
     for rec in records:
         s = samples.get(rec["config"])
@@ -188,6 +224,9 @@ def parse_args(argv=None):
     p.add_argument("--settle", type=int, default=1,
                    help="untimed calls of a configuration before each of its samples (0: each sample "
                         "directly follows the previous configuration's call, as before this option)")
+    p.add_argument("--interleave-dtypes", action="store_true",
+                   help="time a model's dtypes in one interleaved loop (for a bf16 / fp32 ratio) "
+                        "instead of one case after another")
     p.add_argument("--threads", type=int, default=machine.physical_cores(), help="default: the physical cores")
     p.add_argument("--no-isolated", dest="isolated", action="store_false",
                    help="skip the fresh process per configuration (cold compile, peak memory): "
@@ -217,9 +256,18 @@ def _main(args, argv) -> int:
         dtypes = [d for d in dtypes if d != "bf16"]
     cases = [(s, b, d) for s, b in suite.find([m for m in args.models.split(",") if m], args.quick, args.tiny)
              for d in dtypes if not (args.small and b != s.batches[0])]
-    records, meta = [], dict(machine_info(args.device, argv), settle=args.settle)
+    records, meta = [], dict(machine_info(args.device, argv), settle=args.settle,
+                             interleave_dtypes=args.interleave_dtypes)
+    if args.interleave_dtypes:  # one case per model and batch, all its dtypes in it
+        grouped = {}
+        for spec, batch, dtype in cases:
+            grouped.setdefault((spec.name, batch), (spec, batch, []))[2].append(dtype)
+        cases = list(grouped.values())
     for spec, batch, dtype in report.progress(cases, desc="models"):
-        records += run_case(spec, batch, dtype, args.device, configs, args)
+        if args.interleave_dtypes:
+            records += run_cases_interleaved(spec, batch, dtype, args.device, configs, args)
+        else:
+            records += run_case(spec, batch, dtype, args.device, configs, args)
         results = {"meta": meta, "records": records, "summary": report.summarize(records, [c.name for c in configs])}
         report.write(results, args.out)  # after every case: a long run that is stopped keeps what it measured
     print(report.markdown(results))

@@ -67,7 +67,8 @@ def markdown(results: dict) -> str:
              f"Command: `{meta['command']}`", "",
              "Latency: median ms (speedup over eager); ✗ accuracy failure, ! compile/run error."
              + (f" Each sample follows {meta['settle']} untimed call(s) of its own configuration."
-                if meta.get("settle") else " Each sample follows the previous configuration's call."), ""]
+                if meta.get("settle") else " Each sample follows the previous configuration's call.")
+             + (" A model's dtypes were timed in one interleaved loop." if meta.get("interleave_dtypes") else ""), ""]
     peers = bool(summ.get("fxcpp_vs_best_peer"))
     head = ["model", "batch", "dtype"] + configs + ["fxcpp / best inductor"] + (["fxcpp / best peer"] if peers else [])
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

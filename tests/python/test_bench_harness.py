@@ -162,3 +162,27 @@ def test_a_run_measures_its_own_choices_unless_a_cache_dir_is_given(tmp_path, mo
     with machine.own_choice_cache("test"):
         assert os.environ["FXCPP_CACHE_DIR"] == str(tmp_path)
     assert os.environ["FXCPP_CACHE_DIR"] == str(tmp_path) and tmp_path.is_dir()
+
+
+def test_interleaved_dtypes_time_every_dtype_and_configuration_in_one_loop(tmp_path, monkeypatch):
+    loops = []
+    real = harness.timed
+
+    def spy(fns, inputs, *a, **k):
+        loops.append(sorted(map(str, fns)))
+        return real(fns, inputs, *a, **k)
+
+    monkeypatch.setattr(harness, "timed", spy)
+    dtypes = ["fp32", "bf16"] if harness.bf16_supported("cpu") else ["fp32"]
+    out = tmp_path / "out"
+    assert harness.main(["--tiny", "--repeats", "5", "--dtypes", ",".join(dtypes), "--configs", "eager,fxcpp",
+                         "--no-isolated", "--interleave-dtypes", "--out", str(out)]) == 0
+    with open(out / "results.json") as f:
+        results = json.load(f)
+    cases = {(r["model"], r["batch"]) for r in results["records"]}
+    assert len(loops) == len(cases) and all(len(names) == 2 * len(dtypes) for names in loops), loops
+    assert {(r["dtype"], r["config"]) for r in results["records"]} == {(d, c) for d in dtypes for c in ("eager", "fxcpp")}
+    for r in results["records"]:
+        assert r["status"] == "ok" and r["accuracy_ok"] and r["latency_ms_median"] > 0 and r["repeats"] == 5, r
+    assert results["meta"]["interleave_dtypes"] is True
+    assert "one interleaved loop" in (out / "results.md").read_text()
