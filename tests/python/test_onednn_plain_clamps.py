@@ -138,3 +138,10 @@ def test_a_strided_input_is_checked_too():
 
     with torch.no_grad():
         _same_nonfinite(f(wide), torch.compile(f, backend="fxcpp")(wide))
+
+
+def test_the_switch_keeps_the_nan_preserving_chain_at_every_call(monkeypatch):
+    monkeypatch.setenv("FXCPP_PLAIN_CLAMPS", "0")
+    model = _model("conv", F.relu6, torch.float32)
+    text = _check(model, _values(FINITE, "conv", torch.float32))
+    assert PLAIN not in text and "weight packed once" in text, text

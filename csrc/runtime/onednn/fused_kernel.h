@@ -341,6 +341,13 @@ class FusedKernel : public Kernel {
   static constexpr int kMaxMeasured = 4;
   static constexpr int kVolatile = 3;
 
+  // FXCPP_PLAIN_CLAMPS=0 (read when the kernel is made): the NaN-preserving chain at every call
+  // (an A/B of the per-call check: benchmarks/results/plain-clamps/).
+  static bool plain_clamps_allowed() {
+    const char* v = std::getenv("FXCPP_PLAIN_CLAMPS");
+    return !v || std::string(v) != "0";
+  }
+
   static int forced_choice() {
     const char* v = std::getenv("FXCPP_KERNEL_CHOICE");
     if (!v) return kUndecided;
@@ -387,7 +394,7 @@ class FusedKernel : public Kernel {
   }
 
   const std::string per_call_why_;
-  const int last_clamp_ = last_plain_clamp(f_);
+  const int last_clamp_ = plain_clamps_allowed() ? last_plain_clamp(f_) : -1;
   const int forced_;
   const bool native_bf16_;  // read when the kernel is made (FXCPP_BF16 can force either path)
   mutable std::atomic<int> measured_{0}, last_choice_{kUndecided};
