@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import fxcpp
 from fxcpp import _C
 
-from test_onednn_nonfinite import SPECIAL, Depthwise1x1, Linear1, _same_nonfinite
+from test_onednn_nonfinite import ACTS, SPECIAL, Depthwise1x1, Linear1, _same_nonfinite
 
 pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
 
@@ -19,17 +19,9 @@ FINITE = [0.0, -0.0, 1e-40, -1e-40, 1e20, -1e20, 0.1, -0.1, 0.5, 2.0, -2.0, 3.0,
           -3.0, 5.9999, 6.0, 7.0, -7.0, 1.0, -1.0, 88.0, -100.0, 1e-3, -1e-3, 4.5]
 assert len(FINITE) == len(SPECIAL)
 
-CLAMPS = {
-    "relu": F.relu,
-    "relu6": F.relu6,
-    "hardtanh": F.hardtanh,
-    "hardsigmoid": F.hardsigmoid,
-    "clamp": lambda y: y.clamp(-0.5, 2.0),
-    "clamp_lo": lambda y: y.clamp(min=-0.5),
-    "clamp_max": lambda y: y.clamp_max(1.5),
-    "scale_then_relu6": lambda y: F.relu6(y * 3.0 - 1.0),
-    "relu_then_add": lambda y: F.relu(y) + 1.0,
-}
+CLAMPS = {name: ACTS[name] for name in ("relu", "relu6", "hardtanh", "hardsigmoid", "clamp", "clamp_lo",
+                                         "clamp_max", "relu_then_add")}
+CLAMPS["scale_then_relu6"] = lambda y: F.relu6(y * 3.0 - 1.0)
 PLAIN = "clamps plain where the input is checked finite"
 FELL_BACK = "NaN-preserving post-ops at a call"
 

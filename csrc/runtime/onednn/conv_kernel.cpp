@@ -157,13 +157,8 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
                                                       bt.defined() ? bt.to(bias_dt).contiguous() : at::Tensor());
                               });
       };
-      std::shared_ptr<const PackedWeights> packed;
-      if (cached) packed = pack_for(*e);
-      std::shared_ptr<ConvEntry> r = e;  // the primitive this call runs
-      if (plain && !plain_clamps_safe(x, *packed, operands)) {
-        r = entry(key + "x", make(false), onednn_name(io), weight_note);
-        if (!(r->pd.weights_desc() == e->pd.weights_desc())) packed = pack_for(*r);
-      }
+      // r: the primitive this call runs.
+      auto [r, packed] = entry_for_call(e, cached, key, make, pack_for, onednn_name(io), weight_note, x, operands);
       // Input: as it is when the primitive reads that layout, else reordered into the one it picked.
       memory src_mem = as_memory(x, r->src_plain);
       at::Tensor src_buf;

@@ -33,6 +33,7 @@
 #include <tuple>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "runtime/choice_cache.h"
@@ -140,6 +141,23 @@ class FusedKernel : public Kernel {
     if (b < kSafe) return true;
     note("NaN-preserving post-ops at a call whose input, operand or weight could make NaN or inf reach a clamp");
     return false;
+  }
+
+  // The entry this call runs and its packed weight (null without one): `e`, built with plain
+  // clamps where plain_clamps_possible, or, at a call whose values could carry NaN or inf into a
+  // clamp, the NaN-preserving primitive that make(false) builds at the first such call (key
+  // + "x"), packed again only where its weight layout differs. `pack_for(entry)` packs for it.
+  template <typename Make, typename PackFor>
+  std::pair<std::shared_ptr<Entry>, std::shared_ptr<const PackedWeights>> entry_for_call(
+      const std::shared_ptr<Entry>& e, bool cached, const std::string& key, Make&& make, PackFor&& pack_for,
+      const std::string& name, const std::string& weight_note, const at::Tensor& src,
+      const std::vector<at::Tensor>& operands) const {
+    std::shared_ptr<const PackedWeights> packed;
+    if (cached) packed = pack_for(*e);
+    if (!plain_clamps_possible(cached) || plain_clamps_safe(src, *packed, operands)) return {e, packed};
+    std::shared_ptr<Entry> r = entry(key + "x", make(false), name, weight_note);
+    if (!(r->pd.weights_desc() == e->pd.weights_desc())) packed = pack_for(*r);
+    return {r, packed};
   }
 
   // Why a weight is not cached, for explain().
@@ -289,7 +307,7 @@ class FusedKernel : public Kernel {
     p->stamps = stamps_of(sources);
     auto [wt, bt] = folded(w, bias, bn);
     std::tie(p->weight, p->bias) = pack(wt, bt);
-    if (last_clamp_ >= 0) {
+    if (last_clamp_ >= 0 && layout.kind == "onednn") {  // the GEMV path applies post-ops as ATen ops
       p->w_bound = double(max_abs(wt)) * double(wt.numel());
       p->b_bound = bt.defined() ? double(max_abs(bt)) : 0.0;
     }

@@ -166,13 +166,8 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
                                                       bt.defined() ? bt.to(bias_dt).contiguous() : at::Tensor());
                               });
       };
-      std::shared_ptr<const PackedWeights> packed;
-      if (cached) packed = pack_for(*e);
-      std::shared_ptr<MatmulEntry> r = e;  // the primitive this call runs
-      if (plain && !plain_clamps_safe(src, *packed, operands)) {
-        r = entry(key + "x", make(false), onednn_name(io), weight_note);
-        if (!(r->pd.weights_desc() == e->pd.weights_desc())) packed = pack_for(*r);
-      }
+      // r: the primitive this call runs.
+      auto [r, packed] = entry_for_call(e, cached, key, make, pack_for, onednn_name(io), weight_note, src, operands);
       // A fresh output is allocated in its final shape (oneDNN writes the same bytes through its
       // [.., M, N] description): a view of it would keep its base alive, and a consumer could
       // then never take the buffer over in place.
