@@ -223,7 +223,7 @@ PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& opera
     const PostOp& p = f.post_ops[i];
     if (p.kind == PostOp::Kind::Eltwise) {
       if (plain_clamps && nan_losing(p))
-        po.append_eltwise(p.alg == "relu" ? dnnl::algorithm::eltwise_relu : eltwise_alg(p.alg), p.alpha, p.beta);
+        po.append_eltwise(eltwise_alg(p.alg), p.alpha, p.beta);
       else
         append_nan_preserving(po, p);
     } else if (p.kind == PostOp::Kind::Sum && sum_in_place) {
