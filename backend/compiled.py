@@ -175,6 +175,7 @@ class CompiledAtenGraph:
         self.partitions: dict[str, CppPartition] = {}
         self.interp_times: dict | None = None
         self.capture: list | None = None
+        self.released: list[str] = []  # what Options.freeze released (backend/freeze.py)
         # aot's ViewAndMutationMeta for this graph (input mutations, output aliases): fxcpp.save reads it.
         self.aot_meta = getattr(torch._guards.TracingContext.try_get(), "fw_metadata", None)
         self.user_passes = list(pass_records or ())  # user_passes.PassRecord: what Options' passes did

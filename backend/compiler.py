@@ -19,7 +19,7 @@ from torch._dynamo.backends.common import aot_autograd
 
 from torch._dynamo.exc import RestartAnalysis
 
-from . import partition, precompile, user_passes
+from . import freeze, partition, precompile, user_passes
 from .direct_call import direct_call
 from .compiled import CompiledAtenGraph, EagerFallback, dynamo_static_indices, FxcppCompileError, InterpretedGraph, dump
 from .options import Options
@@ -79,6 +79,8 @@ def compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eager
         compiled: list = []
         fn = _aot_backend(opts, subdir, static_hint, compiled, records)(gm, example_inputs)
         direct = direct_call(gm, example_inputs, compiled, opts)
+        if opts.freeze:
+            freeze.release(gm, example_inputs, compiled)
         if direct is not None and direct_out is not None:
             direct_out.append(compiled[0][0])
         return direct or fn

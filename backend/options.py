@@ -30,6 +30,11 @@ class Options:
     # memory stays near eager's; 6-17% slower on the transformers, 8-143% on convs at batch 1
     # (the per-call reorder; README, "Serving").
     pack_weights: bool = True
+    # Inference graphs release the parameters and buffers they hold packed (backend/freeze.py,
+    # like Inductor's freezing_discard_parameters): the process keeps one copy of each weight,
+    # not two, but weight changes are no longer seen and eager code reading a released tensor
+    # raises. The graph runs once while it compiles (the packing and first-call choices).
+    freeze: bool = False
     # Keep each oneDNN kernel's first-call choice (its path or eager's, timed) in a file, so a
     # new process reuses it instead of timing again (backend/choice_cache.py; README, "Serving").
     cache: bool = True
@@ -73,6 +78,11 @@ class Options:
             if packets:  # aot looks ops up by overload: a packet key would be silently ignored
                 raise ValueError(f"fxcpp: Options.decompositions keys must be OpOverloads (aten.gelu.default, "
                                  f"not aten.gelu); got {packets}")
+        if self.freeze and not self.pack_weights:
+            raise ValueError("fxcpp: Options.freeze releases the parameters fxcpp packs; it needs pack_weights=True")
+        if self.freeze and self.verify:
+            raise ValueError("fxcpp: Options.verify runs eager beside every call, which reads the parameters "
+                             "Options.freeze releases; use one or the other")
         if self.plan_cache_size < 1:
             raise ValueError("fxcpp: Options.plan_cache_size must be at least 1")
 

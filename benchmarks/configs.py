@@ -15,6 +15,7 @@ class Config:
     inductor_patches: dict = field(default_factory=dict)  # torch._inductor.config while compiling
     uses_inductor: bool = False
     takes_module: bool = False  # compile() gets a suite.CallModule, not a function (exporters need one)
+    releases_params: bool = False  # compiling takes the model's parameters away (fxcpp's freeze)
 
     def compile_context(self):
         if not self.inductor_patches:
@@ -59,6 +60,8 @@ CONFIGS: dict[str, Config] = {c.name: c for c in [
     Config("fxcpp_verify", _compile(backend="fxcpp", options={"verify": True})),
     # No packed weight copies: memory near eager's, weights read where they lie.
     Config("fxcpp_unpacked", _compile(backend="fxcpp", options={"pack_weights": False})),
+    # Options.freeze: the parameters a graph holds packed are released (one copy of each weight).
+    Config("fxcpp_frozen", _compile(backend="fxcpp", options={"freeze": True}), releases_params=True),
     # Dynamo + aot_autograd running eager's ops: the memory and compile time any backend starts from.
     Config("aot_eager", _compile(backend="aot_eager")),
     # Dynamo alone (its frame, guards and graph; eager's ops): the part of that floor Dynamo owns.

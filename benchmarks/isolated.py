@@ -3,7 +3,7 @@ Inductor cache folder and fxcpp choice cache, nothing in memory) and the peak me
 (the peak RSS restarts once the model is built and moved, where Linux allows it).
 
     python -m benchmarks.isolated '{"model": "mlp", "batch": 32, "dtype": "fp32", "device": "cpu", "config": "fxcpp"}'
-Prints {"compile_s_cold": ..., "peak_rss_mb": ..., "cuda_max_alloc_mb": ...} as the last line.
+Prints {"compile_s_cold": ..., "peak_rss_mb": ..., "settled_rss_mb": ..., "cuda_max_alloc_mb": ...} as the last line.
 """
 import atexit
 import ctypes
@@ -72,6 +72,14 @@ def main() -> int:
         for _ in range(5):
             fn(*inputs)
     out["peak_rss_mb"], out["peak_rss_since"] = peak_rss_mb(), since
+    # What a serving process holds from then on: after the calls, garbage collected and the
+    # heap trimmed (freed pages glibc keeps would otherwise count).
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+    out["settled_rss_mb"] = proc_status_mb("VmRSS")
     if a["device"] == "cuda":
         out["cuda_max_alloc_mb"] = torch.cuda.max_memory_allocated() / 2**20
     print(json.dumps(out))

@@ -95,18 +95,19 @@ def markdown(results: dict) -> str:
     floor = any(r.get("peak_rss_over_aot_eager") for r in recs)
     rss_head = "peak RSS MB (×eager, ×aot_eager)" if floor else "peak RSS MB (×eager)"
     lines += ["| model | batch | dtype | config | compile cold s | compile warm s | " + rss_head + " | "
-              + ("peak CUDA MB (×eager) | " if gpu else "") + "fxcpp kernels |",
-              "|---|---|---|---|---|---|---|" + ("---|" if gpu else "") + "---|"]
+              + "settled RSS MB (×eager) | " + ("peak CUDA MB (×eager) | " if gpu else "") + "fxcpp kernels |",
+              "|---|---|---|---|---|---|---|---|" + ("---|" if gpu else "") + "---|"]
     for r in sorted(recs, key=lambda r: (_case(r), configs.index(r["config"]) if r["config"] in configs else 0)):
         kc = r.get("kernel_counts")
         kc = ", ".join(f"{k}={v}" for k, v in kc.items() if v) if kc else ""
         mem = f"{_fmt(r.get('peak_rss_mb'), '.0f')} ({_fmt(r.get('peak_rss_ratio'))}" if r.get("peak_rss_mb") else ""
         if mem:
             mem += f", {_fmt(r.get('peak_rss_over_aot_eager'))})" if floor else ")"
+        settled = f"{_fmt(r.get('settled_rss_mb'), '.0f')} ({_fmt(r.get('settled_rss_ratio'))})" if r.get("settled_rss_mb") else ""
         if gpu:
             mem += f" | {_fmt(r.get('cuda_max_alloc_mb'), '.0f')} ({_fmt(r.get('cuda_max_alloc_ratio'))})"
         lines.append(f"| {r['model']} | {r['batch']} | {r['dtype']} | {r['config']} | {_fmt(r.get('compile_s_cold'))} | "
-                     f"{_fmt(r.get('compile_s_warm'))} | {mem} | {kc} |")
+                     f"{_fmt(r.get('compile_s_warm'))} | {mem} | {settled} | {kc} |")
     if summ["failures"]:
         lines += ["", "Failures:"] + [f"- {f['model']}/{f['batch']}/{f['dtype']} {f['config']}: {f['status']} {f['error'] or ''}"
                                       for f in summ["failures"]]

@@ -483,6 +483,13 @@ PYBIND11_MODULE(_C, m) {
         for (const auto& s : e.steps()) out.push_back(s.kernel->describe());
         return out;
       })
+      // Options.freeze (backend/freeze.py): after a call with `inputs`, the input positions whose
+      // every use now runs from a pack the kernel keeps; nothing reads them again.
+      .def("freeze_packed_weights", [](const Executable& e, py::sequence inputs) {
+        auto ins = to_ivalues(inputs);
+        py::gil_scoped_release no_gil;
+        return e.freeze_packed_weights(ins);
+      })
       .def("planned_peak_bytes", &Executable::planned_peak_bytes)
       .def("graph_str", [](const Executable& e) { return e.graph().str(); })
       .def("__str__", &Executable::str);

@@ -236,6 +236,54 @@ void Executable::plan_brief() {
   brief_ = true;
 }
 
+std::vector<int> Executable::freeze_packed_weights(const std::vector<c10::IValue>& inputs) const {
+  const auto& ins = graph_->inputs();
+  if (inputs.size() != ins.size()) throw std::invalid_argument("freeze_packed_weights: wrong number of inputs");
+  std::vector<c10::IValue> frame(num_slots_);
+  for (size_t i = 0; i < ins.size(); ++i) frame[ins[i]->id] = inputs[i];
+  // A slot read anywhere but as a direct arg of a step (a list element, a graph output, the
+  // static part) is read as it is: never frozen.
+  std::vector<bool> pinned(num_slots_, false);
+  for (int s : static_.sources) pinned[s] = true;
+  std::vector<int> slots;
+  for (const auto& a : outputs_) collect_slots(a, slots);
+  for (const Step& st : steps_)
+    for (const auto& a : st.args)
+      if (a.kind == ArgSlot::Kind::List) collect_slots(a, slots);
+  for (int s : slots) pinned[s] = true;
+  std::vector<int> frozen;
+  std::vector<bool> frozen_slot(num_slots_, false);
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const Value* v = ins[i];
+    if (!v->is_static || v->kind != ValueKind::Tensor || pinned[v->id] || !inputs[i].isTensor() ||
+        !inputs[i].toTensor().defined() || inputs[i].toTensor().numel() == 0)
+      continue;
+    bool used = false, ok = true;
+    for (size_t k = 0; k < steps_.size() && ok; ++k)
+      for (size_t j = 0; j < steps_[k].args.size() && ok; ++j) {
+        const ArgSlot& a = steps_[k].args[j];
+        if (a.kind != ArgSlot::Kind::Slot || a.slot != v->id) continue;
+        used = true;
+        ok = steps_[k].kernel->can_freeze_arg(static_cast<int>(j));
+      }
+    if (used && ok) {
+      frozen.push_back(static_cast<int>(i));
+      frozen_slot[v->id] = true;
+    }
+  }
+  Stack stack;
+  for (const Step& st : steps_) {
+    bool reads_frozen = false;
+    for (const auto& a : st.args) reads_frozen |= a.kind == ArgSlot::Kind::Slot && frozen_slot[a.slot];
+    if (!reads_frozen) continue;
+    stack.clear();
+    for (const auto& a : st.args)  // what the kernel copies comes from inputs and constants only
+      stack.push_back(a.kind == ArgSlot::Kind::Slot ? frame[a.slot] : a.kind == ArgSlot::Kind::Const ? a.constant : c10::IValue());
+    st.kernel->freeze(stack);
+  }
+  return frozen;
+}
+
 std::vector<at::Tensor> Executable::static_sources(const std::vector<c10::IValue>& frame) const {
   std::vector<at::Tensor> ts;
   ts.reserve(static_.sources.size() + static_.consts.size());

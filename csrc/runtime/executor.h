@@ -65,6 +65,12 @@ class Executable {
   // Runs keeping every value; returns value name -> value (verify mode, tests).
   std::unordered_map<std::string, c10::IValue> run_debug(std::vector<c10::IValue> inputs) const;
 
+  // Options.freeze, after a call with `inputs`: each static input whose every use is an arg a
+  // kernel can run without (can_freeze_arg) is frozen: those kernels run from their packs for
+  // good and never read it again. Returns the input positions frozen, which the caller may
+  // release (backend/freeze.py). Call it between calls, never during one.
+  std::vector<int> freeze_packed_weights(const std::vector<c10::IValue>& inputs) const;
+
   const std::vector<Step>& steps() const { return steps_; }
   const StaticPart& static_part() const { return static_; }
   // The most intermediate bytes (outputs included, inputs and parameters not) alive at once

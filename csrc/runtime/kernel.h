@@ -26,6 +26,12 @@ class Kernel {
   // Which implementation ran and why, for explain() (e.g. "onednn brg:avx512_core, weight
   // packed once"); empty when the kind says it all. Safe to call while run() runs elsewhere.
   virtual std::string describe() const { return ""; }
+  // Options.freeze (Executable::freeze_packed_weights): whether every call so far ran from a
+  // copy of arg `pos` the kernel holds (a packed weight), so it can run without reading that
+  // arg again; freeze(args) makes it do so for good (args: a call's stack, for the weights it
+  // must still copy). Both run once, between calls.
+  virtual bool can_freeze_arg(int /*pos*/) const { return false; }
+  virtual void freeze(const Stack& /*args*/) const {}
 };
 
 // Returns a kernel for the node, or nullptr when it does not take this node.

@@ -14,7 +14,7 @@ from fxcpp import _C
 
 FIELDS = {"model", "kind", "batch", "dtype", "device", "config", "status", "error", "accuracy_ok", "kernel_counts",
           "compile_s_cold", "compile_s_warm", "latency_ms_median", "latency_ms_p25", "latency_ms_p75", "repeats",
-          "speedup", "peak_rss_mb", "peak_rss_since", "peak_rss_ratio"}
+          "speedup", "peak_rss_mb", "peak_rss_since", "peak_rss_ratio", "settled_rss_mb", "settled_rss_ratio"}
 
 
 def _run(tmp_path, *extra):
@@ -30,7 +30,7 @@ def test_records_have_every_field_and_outputs_are_written(tmp_path):
     for r in results["records"]:
         assert FIELDS <= set(r), FIELDS - set(r)
         assert r["status"] == "ok" and r["accuracy_ok"] is True
-        assert r["latency_ms_median"] > 0 and r["repeats"] == 5 and r["peak_rss_mb"] > 0
+        assert r["latency_ms_median"] > 0 and r["repeats"] == 5 and r["peak_rss_mb"] > 0 and r["settled_rss_mb"] > 0
     fx = next(r for r in results["records"] if r["config"] == "fxcpp")
     ran = "onednn" if _C.has_onednn() else "aten"  # the Linears: oneDNN unless built without it
     assert fx["kernel_counts"][ran] > 0 and fx["kernel_counts"]["interpreter"] == 0
@@ -186,3 +186,11 @@ def test_interleaved_dtypes_time_every_dtype_and_configuration_in_one_loop(tmp_p
         assert r["status"] == "ok" and r["accuracy_ok"] and r["latency_ms_median"] > 0 and r["repeats"] == 5, r
     assert results["meta"]["interleave_dtypes"] is True
     assert "one interleaved loop" in (out / "results.md").read_text()
+
+
+@pytest.mark.skipif(not _C.has_onednn(), reason="freeze releases what oneDNN kernels pack")
+def test_the_frozen_configuration_compiles_warm_on_a_model_copy_of_its_own(tmp_path):
+    # Its cold compile releases its copy's parameters: the warm compile needs another copy.
+    results, _ = _run(tmp_path, "--configs", "eager,fxcpp_frozen", "--no-isolated")
+    frozen = [r for r in results["records"] if r["config"] == "fxcpp_frozen"]
+    assert frozen and all(r["status"] == "ok" and r["accuracy_ok"] and r["compile_s_warm"] > 0 for r in frozen)

@@ -40,6 +40,15 @@ memory::data_type dtype_of(c10::ScalarType t) {
   }
 }
 
+c10::ScalarType scalar_type_of(memory::data_type t) {
+  switch (t) {
+    case memory::data_type::f32: return c10::kFloat;
+    case memory::data_type::bf16: return c10::kBFloat16;
+    case memory::data_type::f16: return c10::kHalf;
+    default: throw std::invalid_argument("oneDNN kernels take float32/bfloat16/float16");
+  }
+}
+
 Dims dims_of(at::IntArrayRef v) { return Dims(v.begin(), v.end()); }
 
 memory::desc plain_desc(const at::Tensor& t) { return plain_desc(t, dims_of(t.sizes()), dims_of(t.strides())); }
@@ -304,6 +313,13 @@ at::Tensor reorder_to(const at::Tensor& src, const memory::desc& user, const mem
   dnnl::reorder(from, to).execute(s, from, to);
   s.wait();
   return out;
+}
+
+void reorder_into(const at::Tensor& src, const memory::desc& user, const at::Tensor& dst, const memory::desc& target) {
+  memory from = as_memory(src, user), to = as_dst_memory(dst, target);
+  dnnl::stream& s = thread_stream();
+  dnnl::reorder(from, to).execute(s, from, to);
+  s.wait();
 }
 
 Stats& stats() {

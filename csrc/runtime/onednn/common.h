@@ -23,6 +23,7 @@ using Dims = memory::dims;
 dnnl::engine& cpu_engine();
 dnnl::stream& thread_stream();  // one per thread: streams are not shared between threads
 memory::data_type dtype_of(c10::ScalarType t);
+c10::ScalarType scalar_type_of(memory::data_type t);
 // A plain (strided) desc of the tensor as it is, optionally viewed with other dims/strides.
 memory::desc plain_desc(const at::Tensor& t);
 memory::desc plain_desc(const at::Tensor& t, const Dims& dims, const Dims& strides);
@@ -70,16 +71,6 @@ at::Tensor operand_for_dst(const at::Tensor& t, int64_t dst_ndims);
 // The key of one concrete call signature: sizes, strides and dtypes of the tensors that shape the primitive.
 std::string signature(const std::vector<at::Tensor>& ts, bool flag);
 
-// A weight reordered once into the layout a primitive prefers, with the bias it goes with
-// (both folded with BatchNorm when the node has one); valid while `stamps` match the sources.
-struct PackedWeights {
-  std::vector<TensorStamp> stamps;
-  at::Tensor weight;  // bytes in the primitive's weights desc
-  at::Tensor bias;    // plain [OC], or undefined
-  // |conv/matmul result| <= max|src| * w_bound + b_bound (max|w| times its element count, max|b|;
-  // +inf for a non-finite weight or bias): what decides, per call, whether the plain clamps are safe.
-  double w_bound = std::numeric_limits<double>::infinity(), b_bound = 0;
-};
 // What a pack is laid out for; signatures whose packs have equal layouts share one.
 struct PackLayout {
   std::string kind;      // "onednn": a primitive's weights desc; "gemv": [N, K] rows
@@ -89,6 +80,17 @@ struct PackLayout {
     return kind == o.kind && (kind == "onednn" ? md == o.md : dtype == o.dtype);
   }
 };
+// A weight reordered once into the layout a primitive prefers, with the bias it goes with
+// (both folded with BatchNorm when the node has one); valid while `stamps` match the sources.
+struct PackedWeights {
+  std::vector<TensorStamp> stamps;
+  PackLayout layout;
+  at::Tensor weight;  // bytes in `layout` (a primitive's weights desc, or [N, K] rows)
+  at::Tensor bias;    // plain [OC], or undefined
+  // |conv/matmul result| <= max|src| * w_bound + b_bound (max|w| times its element count, max|b|;
+  // +inf for a non-finite weight or bias): what decides, per call, whether the plain clamps are safe.
+  double w_bound = std::numeric_limits<double>::infinity(), b_bound = 0;
+};
 // The weight (and bias) with BatchNorm folded in along output-channel dim `oc_dim` of w:
 // w * g/sqrt(v+eps), (b - m) * g/sqrt(v+eps) + beta. Computed in fp32, returned in w's dtype.
 std::pair<at::Tensor, at::Tensor> fold_batchnorm(const at::Tensor& w, const at::Tensor& b, const at::Tensor& gamma,
@@ -96,6 +98,8 @@ std::pair<at::Tensor, at::Tensor> fold_batchnorm(const at::Tensor& w, const at::
                                                  double eps, int64_t oc_dim);
 // Reorders `src` (described by `user`) into a new buffer laid out as `target`.
 at::Tensor reorder_to(const at::Tensor& src, const memory::desc& user, const memory::desc& target);
+// The same into `dst` (described by `target`): a packed weight back to a plain tensor.
+void reorder_into(const at::Tensor& src, const memory::desc& user, const at::Tensor& dst, const memory::desc& target);
 // The same into this thread's weight buffer (grown as needed, reused by every later call on
 // the thread): for weights that change between calls. Valid until the thread's next call.
 memory reorder_to_thread_buffer(const at::Tensor& src, const memory::desc& user, const memory::desc& target);

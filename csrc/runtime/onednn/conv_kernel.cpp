@@ -196,6 +196,12 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     finish(stack, choose(*e, stack, run_once));
   }
 
+  at::Tensor unpack_weight(const PackedWeights& p, const at::Tensor& w) const override {
+    at::Tensor plain = at::empty(w.sizes(), w.options().device(at::kCPU).dtype(scalar_type_of(p.layout.md.get_data_type())));
+    reorder_into(p.weight, p.layout.md, plain, weight_plain(plain));
+    return plain;
+  }
+
   // oneDNN's weight dims/strides for torch's weight: grouped weights gain a leading G dim;
   // a transposed conv's [IC, OC/G, k..] is read as [OC, IC, k..] through its strides.
   memory::desc weight_plain(const at::Tensor& w) const {

@@ -17,7 +17,13 @@
 // chosen path's result, so every call of a signature comes from one path. A node measures
 // at most kMaxMeasured signatures (a decoding loop's growing shapes then inherit the last
 // choice). FXCPP_KERNEL_CHOICE=onednn|aten forces one path (tests).
+//
+// Options.freeze (freeze()): the kernel keeps the packs it made and never reads their sources
+// again (the caller releases them): no stamps, no write guards; a signature needing another
+// layout packs it from a kept pack reordered back to plain; a new signature takes oneDNN
+// unmeasured (eager's path would need the released weight).
 #pragma once
+#include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -60,7 +66,7 @@ class FusedKernel : public Kernel {
     // oneDNN cannot run an empty dimension (a K = 0 matmul must still give bias + post-ops of zeros).
     if (stack[0].toTensor().numel() == 0 || stack[1].toTensor().numel() == 0) {
       note("aten: an empty dimension (oneDNN cannot run it)");
-      return finish(stack, eager_result(stack));
+      return finish(stack, eager_result(frozen_.load() ? with_stand_ins(stack) : stack));
     }
     try {
       run_onednn(stack);
@@ -70,7 +76,7 @@ class FusedKernel : public Kernel {
         TORCH_WARN("fxcpp: node '", name_, "': oneDNN refused the primitive (", e.what(), "); it runs as ATen ops");
       });
       note(std::string("aten: oneDNN refused the primitive (") + e.what() + ")");
-      finish(stack, eager_result(stack));
+      finish(stack, eager_result(checked_not_frozen(stack)));
     }
   }
 
@@ -80,6 +86,51 @@ class FusedKernel : public Kernel {
     std::string out;
     for (const auto& s : notes_) out += (out.empty() ? "" : " | ") + s;
     return out;
+  }
+
+  bool can_freeze_arg(int pos) const override {
+    const bool source = pos == 1 || pos == 2 || (f_.bn_arg >= 0 && pos >= f_.bn_arg && pos < f_.bn_arg + 4);
+    if (!source || !long_lived_ || !f_.pack_weight || volatile_.load()) return false;
+    std::lock_guard<std::mutex> lk(mu_);
+    if (frozen_.load()) return true;
+    bool any = false;
+    for (const auto& kv : cache_) {
+      const Entry& e = *kv.second;
+      const int c = e.choice.load();
+      if (c == kUndecided) continue;  // never chosen (a NaN-preserving twin runs its main entry's pack)
+      if (c != kOnednn || !(e.packed || reads_rows_in_place(e))) return false;
+      any = true;
+    }
+    return any;
+  }
+
+  void freeze(const Stack& args) const override {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (frozen_.load()) return;
+    // Each pack once, without its stamps: their write guards hold the sources' memory.
+    std::vector<std::pair<const PackedWeights*, std::shared_ptr<const PackedWeights>>> kept;
+    for (auto& kv : cache_) {
+      std::shared_ptr<const PackedWeights>& p = kv.second->packed;
+      if (!p) continue;
+      auto it = std::find_if(kept.begin(), kept.end(), [&](const auto& k) { return k.first == p.get(); });
+      if (it == kept.end()) {
+        auto q = std::make_shared<PackedWeights>(*p);
+        q->stamps.clear();
+        // An alias, not the tensor: a bias packed as it was (same dtype, contiguous) would keep
+        // the user's Parameter object alive.
+        q->weight = q->weight.detach();
+        if (q->bias.defined()) q->bias = q->bias.detach();
+        it = kept.emplace(kept.end(), p.get(), q);
+        if (!frozen_pack_for(q->layout)) frozen_packs_.push_back(q);
+      }
+      p = it->second;
+    }
+    if (frozen_packs_.empty()) frozen_packs_.push_back(pack_at_freeze(args));
+    shared_packs_.clear();
+    last_built_.clear();
+    frozen_sizes_ = args[1].toTensor().sizes().vec();
+    frozen_dtype_ = args[1].toTensor().scalar_type();
+    frozen_.store(true);
   }
 
  protected:
@@ -103,6 +154,12 @@ class FusedKernel : public Kernel {
   // can be guarded against writes (else a cached pack could go stale unseen), and it has not
   // been re-packed at kVolatile calls in a row (a training loop: then it is handled per call).
   bool cache_pack(const at::Tensor& w, const at::Tensor& bias, const std::vector<at::Tensor>& bn) const {
+    if (frozen_.load()) {  // Dynamo no longer guards a released weight: a new one must not pass unseen
+      TORCH_CHECK(w.sizes().equals(frozen_sizes_) && w.scalar_type() == frozen_dtype_, "fxcpp: node '", name_,
+                  "': its weight was frozen (Options.freeze) with shape ", at::IntArrayRef(frozen_sizes_), " and dtype ",
+                  frozen_dtype_, "; this call passes ", w.sizes(), " ", w.scalar_type(), ": compile the new model again");
+      return true;
+    }
     if (!f_.pack_weight || !long_lived_ || volatile_.load() || !guardable(w) || (bias.defined() && !guardable(bias))) return false;
     return std::all_of(bn.begin(), bn.end(), [](const at::Tensor& t) { return guardable(t); });
   }
@@ -160,6 +217,8 @@ class FusedKernel : public Kernel {
     return {r, packed};
   }
 
+  bool frozen() const { return frozen_.load(); }
+
   // Why a weight is not cached, for explain().
   std::string per_call_reason() const {
     if (!long_lived_) return per_call_why_;
@@ -176,6 +235,11 @@ class FusedKernel : public Kernel {
     int c = e.choice.load();
     bool cached = false;
     if (c == kUndecided && forced_ != kUndecided) c = forced_;
+    if (c == kUndecided && frozen_.load()) {  // eager's path would read the released weight
+      e.choice.store(kOnednn);
+      note(e.impl_note + "; not measured (Options.freeze released the weight)");
+      return run_once(false);
+    }
     if (c == kUndecided && measured_.load() >= kMaxMeasured) c = last_choice_.load();
     // An earlier process measured this signature (Options.cache): take its choice.
     if (c == kUndecided && f_.choice_cache && (c = f_.choice_cache->lookup(name_, e.key)) != kUndecided) {
@@ -194,7 +258,7 @@ class FusedKernel : public Kernel {
       }
       if (c == kOnednn) return run_once(false);
       drop_pack(e);
-      return eager_result(stack);
+      return eager_result(checked_not_frozen(stack));
     }
     using clock = std::chrono::steady_clock;
     auto timed = [](auto&& f) {
@@ -273,6 +337,7 @@ class FusedKernel : public Kernel {
   std::shared_ptr<const PackedWeights> packed_weights(Entry& e, const at::Tensor& w, const at::Tensor& bias,
                                                       const std::vector<at::Tensor>& bn, const PackLayout& layout,
                                                       Pack&& pack) const {
+    if (frozen_.load()) return frozen_packed(e, w, layout, pack);
     std::vector<at::Tensor> sources = {w, bias};
     sources.insert(sources.end(), bn.begin(), bn.end());
     {
@@ -303,15 +368,9 @@ class FusedKernel : public Kernel {
       }
     }
     // Built outside the lock; concurrent re-packs may both build, the last one wins.
-    auto p = std::make_shared<PackedWeights>();
-    p->stamps = stamps_of(sources);
     auto [wt, bt] = folded(w, bias, bn);
-    std::tie(p->weight, p->bias) = pack(wt, bt);
-    if (last_clamp_ >= 0 && layout.kind == "onednn") {  // the GEMV path applies post-ops as ATen ops
-      p->w_bound = double(max_abs(wt)) * double(wt.numel());
-      p->b_bound = bt.defined() ? double(max_abs(bt)) : 0.0;
-    }
-    ++stats().packs;
+    std::shared_ptr<PackedWeights> p = make_pack(layout, wt, bt, pack);
+    p->stamps = stamps_of(sources);
     std::shared_ptr<const PackedWeights> cp = p;
     std::lock_guard<std::mutex> lk(mu_);
     // A weight that changes at every call (a training loop) is better handled per call: no
@@ -323,6 +382,76 @@ class FusedKernel : public Kernel {
     e.packed = cp;
     shared_packs_.emplace_back(layout, cp);
     return cp;
+  }
+
+  template <typename Pack>
+  std::shared_ptr<PackedWeights> make_pack(const PackLayout& layout, const at::Tensor& wt, const at::Tensor& bt,
+                                           Pack&& pack) const {
+    auto p = std::make_shared<PackedWeights>();
+    p->layout = layout;
+    std::tie(p->weight, p->bias) = pack(wt, bt);
+    if (last_clamp_ >= 0 && layout.kind == "onednn") {  // the GEMV path applies post-ops as ATen ops
+      p->w_bound = double(max_abs(wt)) * double(wt.numel());
+      p->b_bound = bt.defined() ? double(max_abs(bt)) : 0.0;
+    }
+    ++stats().packs;
+    return p;
+  }
+
+  // A frozen kernel's pack for `layout`: one it kept, or a new one packed from a kept pack
+  // turned back into the (folded) weight and bias, in `w`'s shape and dtype (exact: a pack
+  // holds the folded weight in its own dtype or widened to fp32).
+  template <typename Pack>
+  std::shared_ptr<const PackedWeights> frozen_packed(Entry& e, const at::Tensor& w, const PackLayout& layout,
+                                                     Pack&& pack) const {
+    std::shared_ptr<const PackedWeights> from;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (e.packed) return e.packed;
+      if (auto p = frozen_pack_for(layout)) return e.packed = p;
+      from = frozen_packs_.front();
+    }
+    at::Tensor wt = unpack_weight(*from, w).to(w.scalar_type());
+    at::Tensor bt = from->bias;
+    std::shared_ptr<const PackedWeights> p = make_pack(layout, wt, bt, pack);
+    std::lock_guard<std::mutex> lk(mu_);
+    if (auto q = frozen_pack_for(layout)) return e.packed = q;  // a concurrent call packed it first
+    frozen_packs_.push_back(p);
+    return e.packed = p;
+  }
+
+  // Under mu_: the frozen pack laid out as `layout`, or null.
+  std::shared_ptr<const PackedWeights> frozen_pack_for(const PackLayout& layout) const {
+    for (const auto& p : frozen_packs_)
+      if (p->layout == layout) return p;
+    return nullptr;
+  }
+
+  // The (folded) weight a pack holds, as a plain tensor shaped like `w`, in the pack's dtype.
+  virtual at::Tensor unpack_weight(const PackedWeights& p, const at::Tensor& w) const = 0;
+  // Whether an entry runs on the weight as it lies, packing nothing (the GEMV on a Linear's
+  // rows): frozen, it runs on the rows pack_at_freeze keeps.
+  virtual bool reads_rows_in_place(const Entry&) const { return false; }
+  // The pack a frozen kernel keeps when it made none (every entry read the weight in place).
+  virtual std::shared_ptr<const PackedWeights> pack_at_freeze(const Stack& args) const {
+    TORCH_CHECK(false, "fxcpp: node '", name_, "': nothing packed to freeze");
+  }
+
+  // The stack with each frozen source replaced by zeros of its shape: for an empty call, whose
+  // result the values cannot change (the released tensors would raise when read).
+  Stack with_stand_ins(const Stack& stack) const {
+    Stack s = stack;
+    std::vector<int> pos = {1, 2};
+    for (int i = 0; f_.bn_arg >= 0 && i < 4; ++i) pos.push_back(f_.bn_arg + i);
+    for (int k : pos)
+      if (s[k].isTensor()) s[k] = at::zeros(s[k].toTensor().sizes(), s[k].toTensor().options().device(at::kCPU));
+    return s;
+  }
+  // A frozen kernel cannot run eager's path (it reads the released weight): a clear error.
+  const Stack& checked_not_frozen(const Stack& stack) const {
+    TORCH_CHECK(!frozen_.load(), "fxcpp: node '", name_, "': this call needs eager's ATen path, which reads the weight ",
+                "that Options.freeze released (compile without freeze=True to run it)");
+    return stack;
   }
 
   // The weight and bias with the node's BatchNorm folded in (as they are without one).
@@ -417,6 +546,10 @@ class FusedKernel : public Kernel {
   const bool native_bf16_;  // read when the kernel is made (FXCPP_BF16 can force either path)
   mutable std::atomic<int> measured_{0}, last_choice_{kUndecided};
   mutable std::atomic<bool> volatile_{false};
+  mutable std::atomic<bool> frozen_{false};  // Options.freeze: runs from frozen_packs_ only
+  mutable std::vector<std::shared_ptr<const PackedWeights>> frozen_packs_;  // under mu_: one per layout
+  mutable std::vector<int64_t> frozen_sizes_;  // the weight's, set before frozen_
+  mutable c10::ScalarType frozen_dtype_ = c10::kFloat;
   mutable int repacks_in_a_row_ = 0;  // under mu_
   // The sources' identity, version and memory at the last pack (no reference held to them).
   using Fingerprint = std::tuple<const void*, uint32_t, const void*>;

@@ -105,7 +105,8 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     src = src.to(cdt);
     // oneDNN's matmul reads row- or column-major operands; anything else is copied once here.
     if (!matmul_friendly(src)) src = src.contiguous();
-    const at::Tensor w0 = matmul_friendly(w_in) ? w_in : w_in.contiguous();
+    // (A frozen weight is never read: its strides only shape the signature.)
+    const at::Tensor w0 = frozen() || matmul_friendly(w_in) ? w_in : w_in.contiguous();
     const std::vector<at::Tensor> bn = bn_tensors(stack);
     const bool cached = cache_pack(w0, bias, bn);
     // Read where it lies unless cached; a BatchNorm is then folded at this call.
@@ -205,11 +206,11 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     if (gemv_policy_ == GemvPolicy::Auto &&
         src.size(0) > gemv_max_m(native_half, cache_pack(w, bias, bn), static_cast<int64_t>(w.nbytes())))
       return false;
-    const at::Tensor rows = f_.weight_nk ? w : w.t();
-    const bool direct = bn.empty() && (rows.stride(1) == 1 || rows.size(1) == 1);
+    const at::Tensor rows = f_.weight_nk || frozen() ? w : w.t();  // frozen: never read (no op on it)
+    const bool direct = !frozen() && bn.empty() && (rows.stride(1) == 1 || rows.size(1) == 1);
     const bool cached = !direct && cache_pack(w, bias, bn);
     if (!direct && !cached) return false;
-    const int64_t M = src.size(0), K = src.size(1), N = rows.size(0);
+    const int64_t M = src.size(0), K = src.size(1), N = f_.weight_nk ? w.size(0) : w.size(1);
     if (f_.flatten_src) out_shape.back() = N;
     else out_shape = {M, N};
 
@@ -253,6 +254,29 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     };
     finish(stack, choose(*e, stack, run_once));
     return true;
+  }
+
+  at::Tensor unpack_weight(const PackedWeights& p, const at::Tensor& w) const override {
+    if (p.layout.kind == "gemv") return f_.weight_nk ? p.weight : p.weight.t();  // [N, K] rows
+    at::Tensor plain = at::empty(w.sizes(), w.options().device(at::kCPU).dtype(scalar_type_of(p.layout.md.get_data_type())));
+    auto [d, st] = logical_weight(plain);
+    reorder_into(p.weight, p.layout.md, plain, plain_desc(plain, d, st));
+    return plain;
+  }
+
+  bool reads_rows_in_place(const MatmulEntry& e) const override {
+    return e.key.compare(0, 4, "gemv") == 0 && e.key.back() == 'd';
+  }
+
+  // Every entry read the rows where they lie (the GEMV): keep them, as they are (no copy: the
+  // caller releases the parameter, leaving this the only holder of its memory).
+  std::shared_ptr<const PackedWeights> pack_at_freeze(const Stack& args) const override {
+    const at::Tensor w = args[1].toTensor(), bias = args[2].isNone() ? at::Tensor() : args[2].toTensor();
+    auto p = std::make_shared<PackedWeights>();
+    p->layout = PackLayout{"gemv", {}, w.scalar_type()};
+    p->weight = (f_.weight_nk ? w : w.t()).detach();
+    p->bias = bias.defined() ? bias.detach().to(at::kFloat).contiguous() : at::Tensor();
+    return p;
   }
 
   // The logical weight [.., K, N] as dims and strides: a Linear's [N, K] weight (weight_nk) is

@@ -1,0 +1,229 @@
+"""Options.freeze: an inference graph releases the parameters and buffers it holds packed
+(backend/freeze.py), runs on from its packs, and says clearly when something needs them."""
+import gc
+import weakref
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import fxcpp
+from fxcpp import _C
+from fxcpp.freeze import ReleasedTensor
+from helpers import assert_same
+
+pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
+
+FREEZE = {"freeze": True}
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo(monkeypatch):
+    # oneDNN's path at every kernel: a first call that measured eager's ops faster would keep
+    # (and keep reading) that weight, and which one wins a tiny GEMM is the host's mood.
+    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def mlp(dtype=torch.float32):
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 32), nn.GELU(), nn.Linear(32, 8)).eval().to(dtype)
+
+
+def conv_bn():
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(), nn.Conv2d(8, 4, 1)).eval()
+    with torch.no_grad():
+        m[1].running_mean.normal_()
+        m[1].running_var.uniform_(0.5, 2)
+    return m
+
+
+def frozen(model, x, **compile_kw):
+    """(compiled, eager's result before the release, the compiled first result)."""
+    with torch.no_grad():
+        ref = model(x)
+    f = torch.compile(model, backend="fxcpp", options=FREEZE, **compile_kw)
+    with torch.no_grad():
+        out = f(x)
+    return f, ref, out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("path", ["gemv", "onednn"])
+def test_frozen_mlp_matches_eager_and_its_weights_are_freed(dtype, path, monkeypatch):
+    # gemv: our GEMV reads a Linear's rows where they lie, so freezing keeps those rows (no copy);
+    # onednn: oneDNN's packed layout.
+    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", path)
+    batch = 1 if path == "gemv" else 32
+    model = mlp(dtype)
+    x = torch.randn(batch, 64, dtype=dtype)
+    originals = [weakref.ref(p) for p in model.parameters()]
+    f, ref, out = frozen(model, x)
+    assert_same(ref, out)
+    assert all(isinstance(p, ReleasedTensor) for p in model.parameters())
+    gc.collect()
+    assert all(r() is None for r in originals)  # nothing but the packs holds their values now
+    with torch.no_grad(), torch.compiler.set_stance("fail_on_recompile"):
+        for _ in range(2):
+            assert_same(ref, f(x))
+
+
+def test_frozen_conv_batchnorm_matches_eager_and_releases_conv_and_batchnorm_tensors():
+    model = conv_bn()
+    x = torch.randn(2, 3, 16, 16)
+    with torch.no_grad():
+        ref = model(x)
+        report = fxcpp.explain(model, x, options=FREEZE)  # compiles (releasing) and runs twice
+        assert report.kernel_counts["onednn"] >= 2  # both convolutions, the BatchNorm folded into the first
+        assert report.kernel_counts["aten"] == 0
+    for t in (model[0].weight, model[1].weight, model[1].bias, model[1].running_mean, model[1].running_var,
+              model[3].weight, model[3].bias):
+        assert isinstance(t, ReleasedTensor)
+
+
+def test_frozen_conv_batchnorm_keeps_running_from_its_packs():
+    model = conv_bn()
+    x = torch.randn(2, 3, 16, 16)
+    f, ref, out = frozen(model, x)
+    assert_same(ref, out)
+    with torch.no_grad(), torch.compiler.set_stance("fail_on_recompile"):
+        assert_same(ref, f(x))
+
+
+def test_a_new_batch_size_packs_its_layout_from_a_kept_pack(monkeypatch):
+    # One graph for every batch size (mark_dynamic); batch 32 runs oneDNN's packed layout, batch 2
+    # the GEMV's rows (M <= 4 on every host for these small fp32 weights), which a frozen kernel
+    # can only get by reordering its kept pack back to the weight. No forced choice: it would
+    # force one path at every M.
+    monkeypatch.delenv("FXCPP_KERNEL_CHOICE")
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 256), nn.GELU(), nn.Linear(256, 64)).eval()
+    xs = {b: torch.randn(b, 64) for b in (32, 2, 3, 17)}
+    with torch.no_grad():
+        refs = {b: model(x) for b, x in xs.items()}
+    torch._dynamo.mark_dynamic(xs[32], 0)
+    f = torch.compile(model, backend="fxcpp", options=FREEZE)
+    with torch.no_grad():
+        assert_same(refs[32], f(xs[32]))
+        # Each layer whose first call measured oneDNN faster than eager's ops is frozen (a tie
+        # goes to oneDNN; eager must win by 10%).
+        assert any(isinstance(layer.weight, ReleasedTensor) for layer in model[::2])
+        packs = _C.onednn_stats()["packs"]
+        with torch.compiler.set_stance("fail_on_recompile"):
+            for b in (2, 3, 17, 32):
+                assert_same(refs[b], f(xs[b]))
+    assert _C.onednn_stats()["packs"] > packs  # the GEMV's rows, from the oneDNN packs
+
+
+def test_eager_use_of_a_released_tensor_raises_naming_it():
+    model = mlp()
+    x = torch.randn(4, 64)
+    frozen(model, x)
+    with torch.no_grad(), pytest.raises(RuntimeError, match="'Linear.weight' was released by torch.compile"):
+        model(x)
+    with pytest.raises(RuntimeError, match="was released"):
+        model.state_dict()
+
+
+def test_a_recompile_after_the_release_raises_naming_the_released_weight():
+    model = mlp()
+    x8, x5 = torch.randn(8, 64), torch.randn(5, 64)
+    frozen(model, x8)  # static shapes: batch 5 compiles another graph, which reads the weights
+    with torch.no_grad(), pytest.raises(Exception, match="was released by torch.compile"):
+        torch.compile(model, backend="fxcpp", options=FREEZE)(x5)
+
+
+def test_under_fail_on_recompile_a_new_shape_raises_and_the_frozen_graph_keeps_serving():
+    # What the README tells a service to do with a frozen model: a failed compile would leave
+    # Dynamo running the module eagerly, which cannot read the released weights.
+    model = mlp()
+    x8, x5 = torch.randn(8, 64), torch.randn(5, 64)
+    f, ref, _ = frozen(model, x8)
+    with torch.no_grad(), torch.compiler.set_stance("fail_on_recompile"):
+        with pytest.raises(RuntimeError, match="fail_on_recompile"):
+            f(x5)
+        assert_same(ref, f(x8))
+
+
+def test_a_weight_of_another_shape_put_in_place_of_a_released_one_is_an_error():
+    model = mlp()
+    x = torch.randn(8, 64)
+    f, _, _ = frozen(model, x)
+    model[2].weight = nn.Parameter(torch.randn(32, 129))  # Dynamo no longer guards the released one
+    with torch.no_grad(), pytest.raises(RuntimeError, match="was frozen"):
+        f(x)
+
+
+def test_a_training_graph_is_not_frozen():
+    model = mlp().train()
+    x = torch.randn(8, 64)
+    out = torch.compile(model, backend="fxcpp", options=FREEZE)(x)
+    out.sum().backward()
+    assert not any(isinstance(p, ReleasedTensor) for p in model.parameters())
+    assert all(p.grad is not None for p in model.parameters())
+
+
+def test_a_weight_an_aten_op_reads_stays_and_the_others_go():
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(50, 32)
+            self.mid = nn.Linear(32, 32)
+            self.head = nn.Linear(32, 50, bias=False)
+            self.head.weight = self.emb.weight  # tied: the embedding (an ATen op) reads it as it is
+
+        def forward(self, ids):
+            return self.head(torch.relu(self.mid(self.emb(ids))))
+
+    torch.manual_seed(0)
+    model = Tied().eval()
+    ids = torch.randint(0, 50, (4, 16))
+    mid_w, mid_b = model.mid.weight.detach().clone(), model.mid.bias.detach().clone()
+    f, ref, out = frozen(model, ids)
+    assert_same(ref, out)
+    assert isinstance(model.mid.weight, ReleasedTensor)
+    assert type(model.emb.weight) is nn.Parameter and model.head.weight is model.emb.weight
+    with torch.no_grad():
+        model.emb.weight.mul_(2)  # the tied weight is not frozen: both of its uses see the change
+        w = model.emb.weight
+        assert_same(F.linear(torch.relu(F.linear(F.embedding(ids, w), mid_w, mid_b)), w), f(ids))
+
+
+def test_a_graph_that_mutates_an_input_is_not_frozen():
+    class Counting(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(16, 16)
+
+        def forward(self, x, calls):
+            calls.add_(1)
+            return self.lin(x) + calls
+
+    torch.manual_seed(0)
+    model = Counting().eval()
+    x, calls = torch.randn(4, 16), torch.zeros(1)
+    f = torch.compile(model, backend="fxcpp", options=FREEZE)
+    with torch.no_grad():
+        out = f(x, calls)
+    assert calls.item() == 1  # not run a second time while compiling
+    assert type(model.lin.weight) is nn.Parameter
+    with torch.no_grad():
+        assert_same(model(x, torch.zeros(1)), out)
+
+
+def test_a_graph_with_random_ops_is_not_frozen():
+    model = nn.Sequential(nn.Linear(16, 16), nn.Dropout(0.5)).train()
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        torch.compile(model, backend="fxcpp", options=FREEZE)(x)
+    assert type(model[0].weight) is nn.Parameter
+
+
+@pytest.mark.parametrize("bad", [{"freeze": True, "verify": True}, {"freeze": True, "pack_weights": False}])
+def test_freeze_refuses_options_that_need_the_parameters(bad):
+    with pytest.raises(ValueError, match="freeze"):
+        fxcpp.Options.parse(bad)
