@@ -115,6 +115,8 @@ class Report:
         counts = Counter(r.kernel for r in self.rows)
         self.kernel_counts = {k: counts.get(k, 0) for k in KERNELS}
         self.fallbacks = [f for g in graphs for f in g.fallbacks]
+        # Options.freeze: the parameters and buffers each graph released (backend/freeze.py).
+        self.released = {f"{g.id}:{g.kind}": list(g.released) for g in graphs if getattr(g, "released", None)}
         # What Options.pre_passes / aten_passes did to each graph (user_passes.PassRecord).
         self.user_passes = [(f"{g.id}:{g.kind}", r) for g in graphs for r in getattr(g, "user_passes", ())]
         # Per graph: the peak bytes of intermediates its C++ plans hold during one call
@@ -135,6 +137,8 @@ class Report:
             lines.append(f"planned peak {tag}: " + ("unknown (symbolic sizes)" if b is None else f"{b / 2**20:.2f} MiB"))
         for tag, r in self.user_passes:
             lines.append(f"user pass {tag}: {r}")
+        for tag, names in self.released.items():
+            lines.append(f"released {tag} (Options.freeze): {len(names)} tensors: " + ", ".join(names))
         for f in self.fallbacks:
             lines.append("fallback: " + f)
         return "\n".join(lines)

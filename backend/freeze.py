@@ -73,9 +73,24 @@ class ReleasedTensor(torch.Tensor):
             f"torch.compiler.set_stance('fail_on_recompile'), so that a new shape raises instead of compiling.")
 
 
+def _draws_random(n) -> bool:
+    """Whether the node reads the RNG: an op tagged nondeterministic_seeded, unless its dropout
+    is off (attention with dropout_p = 0, native_dropout with train = False)."""
+    if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload):
+        return False
+    if torch.Tag.nondeterministic_seeded not in n.target.tags:
+        return False
+    schema = n.target._schema.arguments
+    for i, a in enumerate(schema):
+        if a.name not in ("dropout_p", "train"):
+            continue
+        v = n.args[i] if i < len(n.args) else n.kwargs.get(a.name, a.default_value)
+        return not (v == 0 if a.name == "dropout_p" else v is False)
+    return True
+
+
 def _random(gm) -> bool:
-    return any(n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
-               and torch.Tag.nondeterministic_seeded in n.target.tags for n in gm.graph.nodes)
+    return any(_draws_random(n) for n in gm.graph.nodes)
 
 
 def _drop_tensor_guards(sources: list) -> bool:
@@ -119,6 +134,10 @@ def _owners(targets: dict) -> list:
 def _why_not(gm, example_inputs, compiled: list) -> str | None:
     """Why the graph cannot be frozen: running it once more at compile time must change nothing
     the user sees, and its placeholders must be Dynamo's arguments one for one."""
+    from .precompile import precompiling
+
+    if precompiling():
+        return "torch's aot_compile is saving the graph (a loaded one takes its weights as inputs again)"
     if len(compiled) != 1 or compiled[0][0].kind != "inference":
         return "not an inference graph (autograd is on)"
     cag, meta = compiled[0]

@@ -80,6 +80,10 @@ def test_frozen_conv_batchnorm_matches_eager_and_releases_conv_and_batchnorm_ten
         report = fxcpp.explain(model, x, options=FREEZE)  # compiles (releasing) and runs twice
         assert report.kernel_counts["onednn"] >= 2  # both convolutions, the BatchNorm folded into the first
         assert report.kernel_counts["aten"] == 0
+        assert sorted(next(iter(report.released.values()))) == sorted(
+            ["Conv2d.weight", "BatchNorm2d.weight", "BatchNorm2d.bias", "BatchNorm2d.running_mean",
+             "BatchNorm2d.running_var", "Conv2d.weight", "Conv2d.bias"])
+        assert "released" in str(report)
     for t in (model[0].weight, model[1].weight, model[1].bias, model[1].running_mean, model[1].running_var,
               model[3].weight, model[3].bias):
         assert isinstance(t, ReleasedTensor)
@@ -227,3 +231,22 @@ def test_a_graph_with_random_ops_is_not_frozen():
 def test_freeze_refuses_options_that_need_the_parameters(bad):
     with pytest.raises(ValueError, match="freeze"):
         fxcpp.Options.parse(bad)
+
+
+def test_attention_without_dropout_is_frozen():
+    # SDPA carries the nondeterministic_seeded tag for its dropout; with dropout_p = 0 it draws nothing.
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(32, 96)
+            self.out = nn.Linear(32, 32)
+
+        def forward(self, x):
+            q, k, v = self.qkv(x).view(2, 8, 3, 4, 8).permute(2, 0, 3, 1, 4)
+            return self.out(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(2, 8, 32))
+
+    torch.manual_seed(0)
+    model = Attention().eval()
+    f, ref, out = frozen(model, torch.randn(2, 8, 32))
+    assert_same(ref, out)
+    assert isinstance(model.qkv.weight, ReleasedTensor) and isinstance(model.out.weight, ReleasedTensor)
