@@ -250,3 +250,36 @@ def test_attention_without_dropout_is_frozen():
     f, ref, out = frozen(model, torch.randn(2, 8, 32))
     assert_same(ref, out)
     assert isinstance(model.qkv.weight, ReleasedTensor) and isinstance(model.out.weight, ReleasedTensor)
+
+
+def test_threads_calling_a_frozen_graph_at_new_batch_sizes_get_eager_results(monkeypatch):
+    # The first calls at each new size pack their layouts from the kept packs, concurrently.
+    import threading
+
+    monkeypatch.delenv("FXCPP_KERNEL_CHOICE")
+    model = mlp()
+    xs = {b: torch.randn(b, 64) for b in (32, 2, 3, 5, 9, 17, 24)}
+    with torch.no_grad():
+        refs = {b: model(x) for b, x in xs.items()}
+    torch._dynamo.mark_dynamic(xs[32], 0)
+    f = torch.compile(model, backend="fxcpp", options=FREEZE)
+    with torch.no_grad():
+        f(xs[32])
+    errors = []
+
+    def serve(sizes):
+        try:
+            with torch.no_grad():
+                for _ in range(3):
+                    for b in sizes:
+                        assert_same(refs[b], f(xs[b]))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=serve, args=(sizes,)) for sizes in ([2, 3, 5], [5, 9, 2], [17, 24, 3], [24, 2, 17])]
+    with torch.compiler.set_stance("fail_on_recompile"):  # one graph serves every size
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors, errors
