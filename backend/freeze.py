@@ -111,12 +111,14 @@ def _drop_tensor_guards(sources: list) -> bool:
         return getattr(fn, "__name__", "") == "TENSOR_MATCH" and (src.name() if callable(src.name) else src.name) in names
 
     drop = [g for g in inner if released(g)]
+    if len(drop) != len(names):  # not one per source: leave Dynamo's guards as they are
+        return False
     for g in drop:
         inner.discard(g) if hasattr(inner, "discard") else inner.remove(g)
         by_source = getattr(guards, "source_to_guards", None)
         if by_source is not None and g in by_source.get(g.originating_source, ()):
             by_source[g.originating_source].remove(g)
-    return len(drop) == len(names)
+    return True
 
 
 def _owners(targets: dict) -> list:

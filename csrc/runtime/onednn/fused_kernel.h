@@ -23,7 +23,6 @@
 // layout packs it from a kept pack reordered back to plain; a new signature takes oneDNN
 // unmeasured (eager's path would need the released weight).
 #pragma once
-#include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -66,7 +65,7 @@ class FusedKernel : public Kernel {
     // oneDNN cannot run an empty dimension (a K = 0 matmul must still give bias + post-ops of zeros).
     if (stack[0].toTensor().numel() == 0 || stack[1].toTensor().numel() == 0) {
       note("aten: an empty dimension (oneDNN cannot run it)");
-      return finish(stack, eager_result(frozen_.load() ? with_stand_ins(stack) : stack));
+      return finish(stack, eager_result(stack));  // frozen: a released tensor raises, naming itself
     }
     try {
       run_onednn(stack);
@@ -437,16 +436,6 @@ class FusedKernel : public Kernel {
     TORCH_CHECK(false, "fxcpp: node '", name_, "': nothing packed to freeze");
   }
 
-  // The stack with each frozen source replaced by zeros of its shape: for an empty call, whose
-  // result the values cannot change (the released tensors would raise when read).
-  Stack with_stand_ins(const Stack& stack) const {
-    Stack s = stack;
-    std::vector<int> pos = {1, 2};
-    for (int i = 0; f_.bn_arg >= 0 && i < 4; ++i) pos.push_back(f_.bn_arg + i);
-    for (int k : pos)
-      if (s[k].isTensor()) s[k] = at::zeros(s[k].toTensor().sizes(), s[k].toTensor().options().device(at::kCPU));
-    return s;
-  }
   // A frozen kernel cannot run eager's path (it reads the released weight): a clear error.
   const Stack& checked_not_frozen(const Stack& stack) const {
     TORCH_CHECK(!frozen_.load(), "fxcpp: node '", name_, "': this call needs eager's ATen path, which reads the weight ",
