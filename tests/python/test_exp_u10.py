@@ -1,7 +1,7 @@
 """cpu_fused's exp (runtime/cpu/exp_u10.h): under AVX-512 the same bits as Sleef's expf_u10,
 which the AVX2 build of the interpreter calls, through every kernel that uses it; and within
 1 ulp of the exact exp. Swept over float32 bit patterns (every 257th of all 2^32:
-normals, denormals, both infinities, NaNs)."""
+normals, denormals, both infinities, NaNs) and densely around exp's bounds."""
 import os
 import subprocess
 import sys
@@ -18,7 +18,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def _sweep() -> torch.Tensor:
     bits = torch.arange(-(2**31), 2**31, 257, dtype=torch.int64).to(torch.int32)
-    return bits.view(torch.float32).contiguous()
+    # Densely around Sleef's bounds (0 below -104, inf above 100; exp_u10 clamps to them) and
+    # where exp leaves the normal range (-87.3) and overflows (88.7), both signs (CASES negate).
+    bands = torch.cat([torch.linspace(-106, -85, 40001), torch.linspace(85, 102, 40001)])
+    return torch.cat([bits.view(torch.float32), bands, -bands]).contiguous()
 
 
 # Each is two ops, so fxcpp fuses it (one op alone is left to ATen's kernel); neg is exact, so

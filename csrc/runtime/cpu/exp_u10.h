@@ -21,7 +21,11 @@ inline namespace CPU_CAPABILITY {
 
 inline at::vec::Vectorized<float> exp_u10(const at::vec::Vectorized<float>& x) {
 #if defined(CPU_CAPABILITY_AVX512)
-  const __m512 d = x;
+  // Sleef's bounds as a clamp first: exp(-104) rounds to 0 and exp(100) overflows to inf in the
+  // same steps, so clamping gives Sleef's 0 below -104 and inf above 100 (infinities included,
+  // which would make s NaN) in two instructions instead of two compares and two blends.
+  // vmaxps/vminps return their second operand for NaN: a NaN x stays NaN.
+  const __m512 d = _mm512_min_ps(_mm512_set1_ps(100.f), _mm512_max_ps(_mm512_set1_ps(-104.f), x));
   const __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(d, _mm512_set1_ps(1.442695040888963407359924681001892137f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 s = _mm512_fmadd_ps(q, _mm512_set1_ps(-0.693145751953125f), d);
@@ -34,10 +38,6 @@ inline at::vec::Vectorized<float> exp_u10(const at::vec::Vectorized<float>& x) {
   u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.5f));
   u = _mm512_add_ps(_mm512_set1_ps(1.f), _mm512_fmadd_ps(_mm512_mul_ps(s, s), u, s));
   u = _mm512_scalef_ps(u, q);
-  // Sleef's bounds (an infinite x has made s NaN above; NaN compares false and stays NaN).
-  u = _mm512_mask_mov_ps(u, _mm512_cmp_ps_mask(d, _mm512_set1_ps(-104.f), _CMP_LT_OQ), _mm512_setzero_ps());
-  u = _mm512_mask_mov_ps(u, _mm512_cmp_ps_mask(_mm512_set1_ps(100.f), d, _CMP_LT_OQ),
-                         _mm512_set1_ps(std::numeric_limits<float>::infinity()));
   return u;
 #else
   return x.exp();
