@@ -9,7 +9,7 @@ const char* pop_name(POp op) {
       "load", "cols", "const", "neg", "abs", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "recip", "sin", "cos",
       "tanh", "sigmoid", "erf", "relu", "gelu_erf", "gelu_tanh", "silu", "hardswish", "hardsigmoid", "leaky_relu",
       "elu", "floor", "ceil", "round", "trunc", "sign", "isnan", "not", "square", "add", "sub", "mul", "div", "max",
-      "min", "pow", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "expsub", "where", "clamp", "muladd", "submul", "rsum", "rmax", "rmin", "rsumsq", "rsumexp",
+      "min", "pow", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "expsub", "where", "clamp", "muladd", "submul", "mulmul", "rsum", "rmax", "rmin", "rsumsq", "rsumexp",
       "store", "store_row"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(POp::StoreRow) + 1, "one name per POp");
   return names[static_cast<int>(op)];
@@ -19,7 +19,7 @@ int pop_arity(POp op) {
   if (op <= POp::Const) return 0;
   if (op <= POp::Square) return 1;
   if (op <= POp::ExpSub) return 2;
-  if (op <= POp::SubMul) return 3;
+  if (op <= POp::MulMul) return 3;
   if (op <= POp::RMin) return 1;
   if (op <= POp::RSumExp) return 2;
   return 1;  // stores read register b

@@ -38,7 +38,8 @@ enum class POp : uint8_t {
   // Ternary: Where: dst = a != 0 ? b : c. Clamp: dst = min(max(a, b), c) with NaN kept (eager's clamp).
   // MulAdd: dst = a * b + c, one rounding (formed by the builder from a product used once by a sum).
   // SubMul: dst = (a - b) * c (normalizing by a row's statistics).
-  Where, Clamp, MulAdd, SubMul,
+  // MulMul: dst = (a * b) * c, rounded as the two products were (RMSNorm's x * rstd * weight).
+  Where, Clamp, MulAdd, SubMul, MulMul,
   // Row reductions (row programs): dst (a per-row scalar, valid from the next phase) = sum/max/min
   // of a; RSumSq: sum of (a - b)^2; RSumExp: sum of exp(a - b) (the builder folds these prologues
   // in, so nothing is written just to be summed).

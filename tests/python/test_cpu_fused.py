@@ -264,3 +264,31 @@ def test_large_outputs_are_recycled_only_after_they_are_freed():
     assert torch._C._is_cow_tensor(c)
     c.mul_(2)  # a write copies c away from the guard
     torch.testing.assert_close(guard, expected)
+
+
+@pytest.mark.parametrize("name, fused", [("softmax_2d", True), ("weighted_row_sums", True),
+                                         ("reduce_of_expressions", True), ("residual_ln_gelu", True),
+                                         ("sum_amax_epilogue", False)])
+def test_a_row_reduction_runs_in_the_pass_of_the_op_computing_its_operand(name, fused):
+    """Scaled scores and their max, exponentials and their sum, a residual sum and its mean:
+    each pair in one pass over a block of whole rows (interp_rows.h, apply_reduce), eager's
+    values. An exp summed (sum_amax_epilogue: exp is not among those ops) runs as two."""
+    from fxcpp import _C
+
+    softmax_2d = (lambda s, m: torch.softmax(s * 0.125 + m, -1), [(64, 300), (1, 300)])
+    fn, shapes = softmax_2d if name == "softmax_2d" else PATTERNS[name]
+    before = _C.cpu_fused_stats()["fused_reductions"]
+    for dtype in (torch.float32, torch.bfloat16):
+        compare(fn, make_inputs(shapes, dtype))
+    assert (_C.cpu_fused_stats()["fused_reductions"] > before) == fused
+
+
+def test_rmsnorm_scales_by_row_and_weight_in_one_instruction():
+    """x * rsqrt(mean(x^2) + eps) * w: the two products are one mulmul (no block written in
+    between), rounded as eager's two multiplies are."""
+    fn = lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * w
+    x, w = torch.randn(16, 1000), torch.randn(1000)
+    res, g = _plain_run(fn, [x, w])
+    (node,) = g.cpu_fused_nodes()
+    assert "mulmul" in node["program"] and " mul " not in node["program"], node["program"]
+    torch.testing.assert_close(res[0], fn(x, w), rtol=1e-6, atol=1e-6)

@@ -93,7 +93,7 @@ std::vector<int> count_uses(const std::vector<Expr>& ex, const std::vector<Out>&
 //   sum((a - b)^2), sum(a^2): no square is written just to be summed;
 //   sum(exp(a - b)): likewise, unless `keep_exp` and the exponentials are read again (a
 //     single-list program keeps them: exp is worth computing once);
-//   exp(a - b), (a - b) * c, a * b + c: where the inner value has no other reader.
+//   exp(a - b), (a - b) * c, a * b + c, (a * b) * c: where the inner value has no other reader.
 std::vector<Expr> rewrite(std::vector<Expr> ex, const std::vector<Out>& outputs, bool keep_exp) {
   std::vector<int> uses = count_uses(ex, outputs);
   Expr zero{POp::Const};  // appended first: nothing below may grow `ex` while it is walked
@@ -131,6 +131,17 @@ std::vector<Expr> rewrite(std::vector<Expr> ex, const std::vector<Out>& outputs,
     for (auto [p, q] : {std::pair<int, int>{x.a, x.b}, std::pair<int, int>{x.b, x.a}}) {
       if (ex[p].op != POp::Mul || uses[p] != 1) continue;
       x = Expr{POp::MulAdd, ex[p].a, ex[p].b, q, 0.f, x.level, x.row};
+      break;
+    }
+  }
+  // Last, so that a product summed keeps its MulAdd: (a * b) * c with the inner product read
+  // only here is one pass that writes nothing in between.
+  uses = count_uses(ex, outputs);
+  for (Expr& x : ex) {
+    if (x.op != POp::Mul) continue;
+    for (auto [p, q] : {std::pair<int, int>{x.a, x.b}, std::pair<int, int>{x.b, x.a}}) {
+      if (ex[p].op != POp::Mul || uses[p] != 1) continue;
+      x = Expr{POp::MulMul, ex[p].a, ex[p].b, q, 0.f, x.level, x.row};
       break;
     }
   }

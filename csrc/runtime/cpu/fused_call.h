@@ -44,6 +44,9 @@ struct FusedCall {
 using Interpreter = void (*)(const FusedCall&);
 // Outputs written into a dying input's buffer, process-wide (tests).
 int64_t in_place_outputs();
+// Row reductions computed in the pass of the op before them (interp_rows.h), for tests.
+void count_fused_reductions(int64_t n);
+int64_t fused_reductions();
 // The interpreter for the instruction set torch itself uses on this host
 // (at::get_cpu_capability(): AVX512, AVX2 or DEFAULT; ATEN_CPU_CAPABILITY can lower it).
 Interpreter select_interpreter();

@@ -30,6 +30,9 @@ Interpreter select_interpreter() { return pick<Interpreter>(run_AVX512, run_AVX2
 
 static std::atomic<int64_t> g_in_place{0};
 int64_t in_place_outputs() { return g_in_place.load(); }
+static std::atomic<int64_t> g_fused_reductions{0};
+void count_fused_reductions(int64_t n) { g_fused_reductions.fetch_add(n, std::memory_order_relaxed); }
+int64_t fused_reductions() { return g_fused_reductions.load(); }
 
 }  // namespace cpu
 

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <limits>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "runtime/cpu/exp_u10.h"
@@ -431,6 +432,7 @@ inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
       return ter(I, [](Vec x, Vec lo, Vec hi) { return at::vec::clamp(x, lo, hi); });
     case P::MulAdd: return ter(I, [](Vec a, Vec b, Vec c) { return at::vec::fmadd(a, b, c); });
     case P::SubMul: return ter(I, [](Vec a, Vec b, Vec c) { return (a - b) * c; });
+    case P::MulMul: return ter(I, [](Vec a, Vec b, Vec c) { return (a * b) * c; });
     case P::ExpSub: return bin(I, [](Vec a, Vec b) { return exp_u10(a - b); });
     default: return;  // loads, stores and reductions are each interpreter's own
   }

@@ -34,6 +34,8 @@ struct PRegs {
   AlignedFloats buf;
   std::vector<PReg> r;
   std::vector<int> slot;  // register -> buffer; slot.back() is the spare
+  std::vector<float> red;  // a fused reduction's per-row results, until its register is free
+  int64_t fused = 0;       // blocks whose reduction ran fused, counted once per task
   void reset(int n) {
     buf.resize(static_cast<size_t>(n + 1) * kPackCap);
     r.assign(n, PReg{});
@@ -132,6 +134,99 @@ inline void apply(PRegs& R, int dst, const std::array<int, N>& ops, const PBlock
     }
   }
   R.r[dst] = PReg{PReg::Rows, d, dstride, 0.f, nullptr};
+}
+
+// An elementwise op whose result a row reduction (sum, max, min) reads next, both in one pass:
+// each value is accumulated as it is written, so the block is not read again (a softmax's
+// scaled scores and their max, its exponentials and their sum). False where the result is not
+// Rows (the reduction then runs on its own). Same values as the two instructions apart: max/min
+// propagate NaN; a sum adds in another order (rounding only).
+template <int N, typename F>
+inline bool apply_reduce(PRegs& R, const PInstr& I, const PInstr& J, const std::array<int, N>& ops, const PBlock& B,
+                         F f, PDest direct) {
+  std::array<PReg, N> x;
+  bool rows = false;
+  for (int k = 0; k < N; ++k) x[k] = R.r[ops[k]], rows |= x[k].kind == PReg::Rows;
+  if (!rows) return false;
+  bool clash = false;
+  for (int k = 0; k < N; ++k)
+    clash |= ops[k] == I.dst && (x[k].kind == PReg::PerRow || (x[k].kind == PReg::Rows && x[k].stride != B.L));
+  float* d = direct.ptr ? direct.ptr : clash ? R.spare_for(I.dst) : R.own(I.dst);
+  const int64_t dstride = direct.ptr ? direct.stride : B.L;
+  R.red.resize(static_cast<size_t>(B.m));  // not J.dst's buffer yet: an operand may live there
+  auto call = [&](const std::array<Vec, N>& v) {
+    if constexpr (N == 1) return f(v[0]);
+    else if constexpr (N == 2) return f(v[0], v[1]);
+    else return f(v[0], v[1], v[2]);
+  };
+  auto rows_with = [&](auto combine, float init) {
+    for (int64_t j = 0; j < B.m; ++j) {
+      std::array<RowOperand, N> o;
+      for (int k = 0; k < N; ++k) o[k] = operand(x[k], j);
+      float* dj = d + j * dstride;
+      Vec acc0(init), acc1(init);  // two chains: one add would wait on its own latency
+      std::array<Vec, N> v;
+      int64_t i = 0;
+      for (; i + 2 * V <= B.L; i += 2 * V) {
+        for (int k = 0; k < N; ++k) v[k] = get(o[k], i, V);
+        const Vec r0 = call(v);
+        for (int k = 0; k < N; ++k) v[k] = get(o[k], i + V, V);
+        const Vec r1 = call(v);
+        put(dj + i, r0, direct.stream);
+        put(dj + i + V, r1, direct.stream);
+        acc0 = combine(acc0, r0);
+        acc1 = combine(acc1, r1);
+      }
+      for (; i + V <= B.L; i += V) {
+        for (int k = 0; k < N; ++k) v[k] = get(o[k], i, V);
+        const Vec r = call(v);
+        put(dj + i, r, direct.stream);
+        acc0 = combine(acc0, r);
+      }
+      if (i < B.L) {
+        for (int k = 0; k < N; ++k) v[k] = get(o[k], i, B.L - i);
+        const Vec r = call(v);
+        r.store(dj + i, B.L - i);
+        acc1 = combine(acc1, Vec::set(Vec(init), r, B.L - i));
+      }
+      float lanes[V];
+      combine(acc0, acc1).store(lanes);
+      float t = init;
+      for (int64_t k = 0; k < V; ++k) {
+        if (J.op == POp::RSum) t += lanes[k];
+        else if (std::isnan(t) || std::isnan(lanes[k])) t = std::numeric_limits<float>::quiet_NaN();
+        else t = J.op == POp::RMax ? std::max(t, lanes[k]) : std::min(t, lanes[k]);
+      }
+      R.red[static_cast<size_t>(j)] = t;
+    }
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  if (J.op == POp::RSum) rows_with([](const Vec& p, const Vec& q) { return p + q; }, 0.f);
+  else if (J.op == POp::RMax) rows_with([](const Vec& p, const Vec& q) { return at::vec::maximum(p, q); }, -inf);
+  else rows_with([](const Vec& p, const Vec& q) { return at::vec::minimum(p, q); }, inf);
+  R.r[I.dst] = PReg{PReg::Rows, d, dstride, 0.f, nullptr};
+  float* vals = R.own(J.dst);  // I's result is dead if J overwrites its register
+  std::copy(R.red.begin(), R.red.end(), vals);
+  R.r[J.dst] = PReg{PReg::PerRow, nullptr, 0, 0.f, vals};
+  ++R.fused;
+  return true;
+}
+
+// The ops a reduction is fused into (what precedes one in softmax, log_softmax, a residual
+// LayerNorm and the mean of a product); others run apart.
+inline bool fused_with_reduction(PRegs& R, const PInstr& I, const PInstr& J, const PBlock& B, PDest direct) {
+  if (J.a != I.dst || (J.op != POp::RSum && J.op != POp::RMax && J.op != POp::RMin)) return false;
+  switch (I.op) {
+    case POp::Add: return apply_reduce<2>(R, I, J, {I.a, I.b}, B, [](Vec a, Vec b) { return a + b; }, direct);
+    case POp::Sub: return apply_reduce<2>(R, I, J, {I.a, I.b}, B, [](Vec a, Vec b) { return a - b; }, direct);
+    case POp::Mul: return apply_reduce<2>(R, I, J, {I.a, I.b}, B, [](Vec a, Vec b) { return a * b; }, direct);
+    case POp::ExpSub:
+      return apply_reduce<2>(R, I, J, {I.a, I.b}, B, [](Vec a, Vec b) { return exp_u10(a - b); }, direct);
+    case POp::MulAdd:
+      return apply_reduce<3>(R, I, J, {I.a, I.b, I.c}, B,
+                             [](Vec a, Vec b, Vec c) { return at::vec::fmadd(a, b, c); }, direct);
+    default: return false;
+  }
 }
 
 inline void pload(PRegs& R, int dst, c10::ScalarType t, const char* p, int64_t inner, int64_t row, const PBlock& B) {
@@ -296,7 +391,12 @@ inline void run_packed_block(const std::vector<PInstr>& code, const FusedCall& c
   auto un = [&](const PInstr& I, auto f) { apply<1>(R, I.dst, {I.a}, B, f, direct(I)); };
   auto bin = [&](const PInstr& I, auto f) { apply<2>(R, I.dst, {I.a, I.b}, B, f, direct(I)); };
   auto ter = [&](const PInstr& I, auto f) { apply<3>(R, I.dst, {I.a, I.b, I.c}, B, f, direct(I)); };
-  for (const PInstr& I : code) {
+  for (size_t k = 0; k < code.size(); ++k) {
+    const PInstr& I = code[k];
+    if (k + 1 < code.size() && fused_with_reduction(R, I, code[k + 1], B, direct(I))) {
+      ++k;
+      continue;
+    }
     switch (I.op) {
       case P::Load: pload(R, I.dst, c.in[I.a].dtype, B.in[I.a], B.in_inner[I.a], B.in_row[I.a], B); break;
       case P::Cols: R.r[I.dst] = PReg{PReg::Splat, nullptr, 0, static_cast<float>(B.L), nullptr}; break;
@@ -354,6 +454,7 @@ inline void run_rows_packed(const FusedCall& c) {
       }
     }
     end_streams();
+    if (R.fused) count_fused_reductions(std::exchange(R.fused, 0));
   });
 }
 
