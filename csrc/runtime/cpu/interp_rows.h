@@ -415,11 +415,26 @@ inline void run_packed_block(const std::vector<PInstr>& code, const FusedCall& c
   }
 }
 
+// Whether a program spends long per element (an exp, a log, a transcendental activation).
+inline bool spends_long_per_block(const std::vector<PInstr>& code) {
+  for (const PInstr& I : code) {
+    switch (I.op) {
+      case POp::Exp: case POp::Expm1: case POp::Log: case POp::Log1p: case POp::Sin: case POp::Cos:
+      case POp::Tanh: case POp::Sigmoid: case POp::Erf: case POp::GeluErf: case POp::GeluTanh: case POp::Silu:
+      case POp::Elu: case POp::Pow: case POp::ExpSub: case POp::RSumExp: return true;
+      default: break;
+    }
+  }
+  return false;
+}
+
 // Short rows, one outer dim (after coalescing): blocks of whole rows.
 inline void run_rows_packed(const FusedCall& c) {
   const Program& p = *c.prog;
   const int64_t rows = c.sizes[0], L = c.sizes[1];
   const int64_t m_max = std::max<int64_t>(1, std::min<int64_t>(kPackCap / L, kPackRows / L));
+  bool prefetch = spends_long_per_block(p.single);
+  for (const auto& code : p.phases) prefetch |= p.single.empty() && spends_long_per_block(code);
   at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(L, 1)), [&](int64_t r0, int64_t r1) {
     thread_local PRegs R;
     R.reset(p.num_regs);
@@ -432,16 +447,19 @@ inline void run_rows_packed(const FusedCall& c) {
     for (size_t k = 0; k < no; ++k) B.out_row[k] = c.out[k].strides[0], B.out_inner[k] = c.out[k].strides[1];
     for (int64_t r = r0; r < r1; r += B.m) {
       B.m = std::min(m_max, r1 - r);
-      // While this block computes (in cache), the next one's rows are already on their way:
-      // without it each block would wait on DRAM, then compute, never both at once.
-      if (r + B.m < r1)
+      // While a block spends long on transcendentals (in cache), the next one's rows are
+      // fetched into L2: without it each block would wait on DRAM, then compute. Where the
+      // ops are cheap the hardware's own stream prefetch keeps up and the burst only competes
+      // with it (make micro, 2 threads: softmax 5-15% faster with it, RMSNorm 15-30% and a
+      // residual LayerNorm up to 10% slower).
+      if (prefetch && r + B.m < r1)
         for (size_t k = 0; k < ni; ++k) {
           if (B.in_inner[k] != 1 || B.in_row[k] == 0) continue;  // strided or shared by all rows
           const int64_t es = static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
           const char* next = static_cast<const char*>(c.in[k].data) + (r + B.m) * B.in_row[k] * es;
           const int64_t m_next = std::min(m_max, r1 - r - B.m);
           for (int64_t j = 0; j < m_next; ++j)
-            for (int64_t off = 0; off < L * es; off += 64) __builtin_prefetch(next + j * B.in_row[k] * es + off);
+            for (int64_t off = 0; off < L * es; off += 64) __builtin_prefetch(next + j * B.in_row[k] * es + off, 0, 2);
         }
       for (size_t k = 0; k < ni; ++k)
         B.in[k] = static_cast<const char*>(c.in[k].data) + r * B.in_row[k] * static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
