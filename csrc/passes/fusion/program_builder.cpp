@@ -88,6 +88,20 @@ std::vector<int> count_uses(const std::vector<Expr>& ex, const std::vector<Out>&
   return uses;
 }
 
+// outer(inner(a, b), c), either operand order, with the inner value read only there:
+// fused(a, b, c). Every fold is of a commutative outer op.
+void fold_inner(std::vector<Expr>& ex, const std::vector<Out>& outputs, POp outer, POp inner, POp fused) {
+  const std::vector<int> uses = count_uses(ex, outputs);
+  for (Expr& x : ex) {
+    if (x.op != outer) continue;
+    for (auto [p, q] : {std::pair<int, int>{x.a, x.b}, std::pair<int, int>{x.b, x.a}}) {
+      if (ex[p].op != inner || uses[p] != 1) continue;
+      x = Expr{fused, ex[p].a, ex[p].b, q, 0.f, x.level, x.row};
+      break;
+    }
+  }
+}
+
 // Superinstructions: each does in one pass over the block what took two or three, with the
 // same arithmetic (MulAdd: one rounding instead of two, never less accurate).
 //   sum((a - b)^2), sum(a^2): no square is written just to be summed;
@@ -114,37 +128,13 @@ std::vector<Expr> rewrite(std::vector<Expr> ex, const std::vector<Out>& outputs,
     }
   }
   uses = count_uses(ex, outputs);
-  for (Expr& x : ex) {
-    if (x.op == POp::Exp && ex[x.a].op == POp::Sub && uses[x.a] == 1) {
+  for (Expr& x : ex)
+    if (x.op == POp::Exp && ex[x.a].op == POp::Sub && uses[x.a] == 1)
       x = Expr{POp::ExpSub, ex[x.a].a, ex[x.a].b, -1, 0.f, x.level, x.row};
-    } else if (x.op == POp::Mul) {
-      for (auto [p, q] : {std::pair<int, int>{x.a, x.b}, std::pair<int, int>{x.b, x.a}}) {
-        if (ex[p].op != POp::Sub || uses[p] != 1) continue;
-        x = Expr{POp::SubMul, ex[p].a, ex[p].b, q, 0.f, x.level, x.row};
-        break;
-      }
-    }
-  }
-  uses = count_uses(ex, outputs);
-  for (Expr& x : ex) {
-    if (x.op != POp::Add) continue;
-    for (auto [p, q] : {std::pair<int, int>{x.a, x.b}, std::pair<int, int>{x.b, x.a}}) {
-      if (ex[p].op != POp::Mul || uses[p] != 1) continue;
-      x = Expr{POp::MulAdd, ex[p].a, ex[p].b, q, 0.f, x.level, x.row};
-      break;
-    }
-  }
-  // Last, so that a product summed keeps its MulAdd: (a * b) * c with the inner product read
-  // only here is one pass that writes nothing in between.
-  uses = count_uses(ex, outputs);
-  for (Expr& x : ex) {
-    if (x.op != POp::Mul) continue;
-    for (auto [p, q] : {std::pair<int, int>{x.a, x.b}, std::pair<int, int>{x.b, x.a}}) {
-      if (ex[p].op != POp::Mul || uses[p] != 1) continue;
-      x = Expr{POp::MulMul, ex[p].a, ex[p].b, q, 0.f, x.level, x.row};
-      break;
-    }
-  }
+  fold_inner(ex, outputs, POp::Mul, POp::Sub, POp::SubMul);
+  fold_inner(ex, outputs, POp::Add, POp::Mul, POp::MulAdd);
+  // Last, so that a product summed keeps its MulAdd.
+  fold_inner(ex, outputs, POp::Mul, POp::Mul, POp::MulMul);
   return ex;
 }
 
