@@ -85,21 +85,32 @@ struct PDest {
 };
 
 template <int N, typename F>
+inline Vec call_with(F& f, const std::array<Vec, N>& v) {
+  if constexpr (N == 1) return f(v[0]);
+  else if constexpr (N == 2) return f(v[0], v[1]);
+  else return f(v[0], v[1], v[2]);
+}
+
+// Where dst's rows go: straight into an output, else dst's buffer, or the spare where writing
+// rows over an operand held differently in that buffer (one value per row, rows of another
+// stride) would clobber it.
+template <int N>
+inline float* rows_dest(PRegs& R, int dst, const std::array<int, N>& ops, const std::array<PReg, N>& x, const PBlock& B,
+                        const PDest& direct) {
+  if (direct.ptr) return direct.ptr;
+  bool clash = false;
+  for (int k = 0; k < N; ++k)
+    clash |= ops[k] == dst && (x[k].kind == PReg::PerRow || (x[k].kind == PReg::Rows && x[k].stride != B.L));
+  return clash ? R.spare_for(dst) : R.own(dst);
+}
+
+template <int N, typename F>
 inline void apply(PRegs& R, int dst, const std::array<int, N>& ops, const PBlock& B, F f, PDest direct = {}) {
   PReg::Kind kind = PReg::Splat;
   for (int a : ops) kind = std::min(kind, R.r[a].kind);  // Rows < PerRow < Splat
   std::array<PReg, N> x;
   for (int k = 0; k < N; ++k) x[k] = R.r[ops[k]];
-  // Writing rows over an operand held differently in the same buffer would clobber it.
-  bool clash = false;
-  for (int k = 0; k < N; ++k)
-    clash |= ops[k] == dst && kind == PReg::Rows && (x[k].kind == PReg::PerRow || (x[k].kind == PReg::Rows && x[k].stride != B.L));
-  float* d = clash && !direct.ptr ? R.spare_for(dst) : R.own(dst);
-  auto call = [&](const std::array<Vec, N>& v) {
-    if constexpr (N == 1) return f(v[0]);
-    else if constexpr (N == 2) return f(v[0], v[1]);
-    else return f(v[0], v[1], v[2]);
-  };
+  auto call = [&](const std::array<Vec, N>& v) { return call_with<N>(f, v); };
   if (kind == PReg::Splat) {
     std::array<Vec, N> v;
     for (int k = 0; k < N; ++k) v[k] = Vec(x[k].s);
@@ -107,6 +118,7 @@ inline void apply(PRegs& R, int dst, const std::array<int, N>& ops, const PBlock
     return;
   }
   if (kind == PReg::PerRow) {  // m values, as a short vector
+    float* d = R.own(dst);
     for (int64_t j = 0; j < B.m; j += V) {
       const int64_t cnt = std::min<int64_t>(V, B.m - j);
       std::array<Vec, N> v;
@@ -116,8 +128,8 @@ inline void apply(PRegs& R, int dst, const std::array<int, N>& ops, const PBlock
     R.r[dst] = PReg{PReg::PerRow, nullptr, 0, 0.f, d};
     return;
   }
+  float* d = rows_dest<N>(R, dst, ops, x, B, direct);
   const int64_t dstride = direct.ptr ? direct.stride : B.L;
-  if (direct.ptr) d = direct.ptr;
   for (int64_t j = 0; j < B.m; ++j) {
     std::array<RowOperand, N> o;
     for (int k = 0; k < N; ++k) o[k] = operand(x[k], j);
@@ -148,17 +160,10 @@ inline bool apply_reduce(PRegs& R, const PInstr& I, const PInstr& J, const std::
   bool rows = false;
   for (int k = 0; k < N; ++k) x[k] = R.r[ops[k]], rows |= x[k].kind == PReg::Rows;
   if (!rows) return false;
-  bool clash = false;
-  for (int k = 0; k < N; ++k)
-    clash |= ops[k] == I.dst && (x[k].kind == PReg::PerRow || (x[k].kind == PReg::Rows && x[k].stride != B.L));
-  float* d = direct.ptr ? direct.ptr : clash ? R.spare_for(I.dst) : R.own(I.dst);
+  float* d = rows_dest<N>(R, I.dst, ops, x, B, direct);
   const int64_t dstride = direct.ptr ? direct.stride : B.L;
   R.red.resize(static_cast<size_t>(B.m));  // not J.dst's buffer yet: an operand may live there
-  auto call = [&](const std::array<Vec, N>& v) {
-    if constexpr (N == 1) return f(v[0]);
-    else if constexpr (N == 2) return f(v[0], v[1]);
-    else return f(v[0], v[1], v[2]);
-  };
+  auto call = [&](const std::array<Vec, N>& v) { return call_with<N>(f, v); };
   auto rows_with = [&](auto combine, float init) {
     for (int64_t j = 0; j < B.m; ++j) {
       std::array<RowOperand, N> o;
@@ -434,7 +439,8 @@ inline void run_rows_packed(const FusedCall& c) {
   const int64_t rows = c.sizes[0], L = c.sizes[1];
   const int64_t m_max = std::max<int64_t>(1, std::min<int64_t>(kPackCap / L, kPackRows / L));
   bool prefetch = spends_long_per_block(p.single);
-  for (const auto& code : p.phases) prefetch |= p.single.empty() && spends_long_per_block(code);
+  if (p.single.empty())
+    for (const auto& code : p.phases) prefetch |= spends_long_per_block(code);
   at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(L, 1)), [&](int64_t r0, int64_t r1) {
     thread_local PRegs R;
     R.reset(p.num_regs);
