@@ -93,6 +93,10 @@ def _random(gm) -> bool:
     return any(_draws_random(n) for n in gm.graph.nodes)
 
 
+def _source_name(src) -> str:
+    return src.name() if callable(src.name) else src.name  # a property in torch 2.13, a method in some older ones
+
+
 def _drop_tensor_guards(sources: list) -> bool:
     """Remove Dynamo's TENSOR_MATCH guards on these sources from the guards it is about to build
     (its type, device and dispatch keys would no longer match a ReleasedTensor); the frozen
@@ -103,12 +107,12 @@ def _drop_tensor_guards(sources: list) -> bool:
     inner = getattr(guards, "inner", None)
     if inner is None:
         return False
-    names = {s.name() if callable(s.name) else s.name for s in sources}
+    names = {_source_name(s) for s in sources}
 
     def released(g) -> bool:
         src = g.originating_source
         fn = getattr(g.create_fn, "func", g.create_fn)  # Dynamo passes a functools.partial
-        return getattr(fn, "__name__", "") == "TENSOR_MATCH" and (src.name() if callable(src.name) else src.name) in names
+        return getattr(fn, "__name__", "") == "TENSOR_MATCH" and _source_name(src) in names
 
     drop = [g for g in inner if released(g)]
     if len(drop) != len(names):  # not one per source: leave Dynamo's guards as they are
