@@ -121,3 +121,19 @@ def test_refuses_and_leaves_the_graph_untouched(name, fn):
     ref = ref if isinstance(ref, tuple) else (ref,)
     for a, b in zip(got, ref):
         torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
+def test_a_post_op_laid_out_by_its_other_operand_stays_apart():
+    # Eager lays x * bmm(x, x^T) out as x, the first operand: transposed for a transposed x. The
+    # bmm writes its result contiguous, so the mul stays apart (fuzzer seed 21725). With the
+    # bmm's result first, eager follows it, and the mul is fused.
+    x = torch.randn(2, 16, 16).transpose(-1, -2)
+    for f, fuses in ((lambda x: x * torch.matmul(x, x.transpose(-1, -2)), False),
+                     (lambda x: torch.matmul(x, x.transpose(-1, -2)) * x, True)):
+        _, g = lowered(f, x)
+        pipeline_until(g, "fold_batchnorm")
+        assert _C.run_pass(g, "fuse_postops") is fuses
+        (got,) = run(g, x)
+        ref = f(x)
+        assert got.stride() == ref.stride()
+        torch.testing.assert_close(got, ref, atol=1e-4, rtol=1e-4)

@@ -7,7 +7,8 @@
 //   %y = onednn::matmul(%x, %w, %b); %g = aten::gelu(%y); %o = aten::add(%g, %r)
 //      → %o = onednn::matmul(%x, %w, %b, %r) {post_ops=[eltwise:gelu_erf, sum(arg3)]}
 //
-// It refuses (graph untouched) when a middle value is a graph output or has another use.
+// It refuses (graph untouched) when a middle value is a graph output or has another use, or
+// when eager lays the user's result out unlike the node's (the kernel writes one layout).
 #include "passes/fusion/fusion_util.h"
 #include "passes/fusion/postop_table.h"
 #include "passes/pass.h"
@@ -29,6 +30,7 @@ bool fuse_postops_pass(Graph& g, const PassContext&) {
       if (!u || u->outputs.size() != 1 || !onednn_tensor(u->outputs[0])) break;
       const Value* out = u->outputs[0];
       if (out->meta->dtype != v->meta->dtype || !same_sizes(*out->meta, *v->meta)) break;
+      if (!same_layout(*out->meta, *v->meta)) break;  // the kernel would return v's layout as out's
       auto m = match_post_op(*u, v);
       if (!m) break;
       auto f = std::make_shared<FusedOp>(*head->fused);

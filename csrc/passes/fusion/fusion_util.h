@@ -37,6 +37,20 @@ inline bool same_sizes(const TensorMeta& a, const TensorMeta& b) {
   return true;
 }
 
+// Whether two values of the same sizes are laid out alike, as far as the traced strides say
+// (dims of size 1 have no layout; unknown strides are taken as alike). A post-op's result is
+// laid out by eager's TensorIterator, which can follow the other operand (x * matmul(x, ..)
+// of a transposed x comes back transposed), while the oneDNN kernel writes its own layout.
+inline bool same_layout(const TensorMeta& a, const TensorMeta& b) {
+  if (a.strides.size() != a.sizes.size() || b.strides.size() != b.sizes.size() || a.sizes.size() != b.sizes.size())
+    return true;
+  for (const Dim& d : a.sizes)
+    if (d == Dim::of(0)) return true;  // empty: no layout either
+  for (size_t i = 0; i < a.sizes.size(); ++i)
+    if (!(a.sizes[i] == Dim::of(1)) && !(a.strides[i] == b.strides[i])) return false;
+  return true;
+}
+
 inline bool const_int_list(const Arg& a, std::vector<int64_t>& out) {
   out.clear();
   if (a.kind == Arg::Kind::Const && a.constant.isIntList()) {
