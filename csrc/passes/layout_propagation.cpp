@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/layout.h"
 #include "passes/fusion/fusion_util.h"
 #include "passes/pass.h"
 
@@ -51,32 +52,7 @@ bool is_to_channels_last_order(const std::vector<int64_t>& perm, const Value* v)
 }
 
 // The traced (FakeTensor) strides say eager returns this value channels-last.
-bool meta_is_channels_last(const Value* v) {
-  if (!v->meta || v->meta->dim() < 3 || v->meta->strides.size() != v->meta->sizes.size()) return false;
-  const auto& sz = v->meta->sizes;
-  const auto& st = v->meta->strides;
-  for (const auto& d : sz)
-    if (!d.is_static()) return false;
-  for (const auto& d : st)
-    if (!d.is_static()) return false;
-  int64_t expect = 1;
-  auto check = [&](size_t i) {
-    bool ok = sz[i].value == 1 || st[i].value == expect;
-    expect *= sz[i].value;
-    return ok;
-  };
-  bool ok = check(1);
-  for (size_t i = sz.size() - 1; i >= 2; --i) ok = ok && check(i);
-  ok = ok && check(0);
-  // A tensor that is also plain-contiguous (e.g. C == 1) is not distinguishable: say no.
-  int64_t c = 1;
-  bool contiguous = true;
-  for (size_t i = sz.size(); i-- > 0;) {
-    contiguous = contiguous && (sz[i].value == 1 || st[i].value == c);
-    c *= sz[i].value;
-  }
-  return ok && !contiguous;
-}
+bool meta_is_channels_last(const Value* v) { return v->meta && traced_channels_last(*v->meta); }
 
 class Checker {
  public:

@@ -16,6 +16,7 @@
 #include <torch/csrc/autograd/python_variable.h>
 
 #include "ir/graph.h"
+#include "ir/layout.h"
 #include "ir/verifier.h"
 #include "passes/pass.h"
 #include "runtime/buffer_pool.h"
@@ -369,6 +370,13 @@ PYBIND11_MODULE(_C, m) {
 #else
     return false;
 #endif
+  });
+  // The layout passes' reading of traced strides (ir/layout.h), for tests.
+  m.def("dense_dim_order", [](py::handle sizes, py::handle strides) -> std::optional<std::vector<int>> {
+    TensorMeta m;
+    m.sizes = to_dims(sizes);
+    m.strides = to_dims(strides);
+    return dense_dim_order(m);
   });
   m.def("pass_names", [] {
     std::vector<std::string> out;

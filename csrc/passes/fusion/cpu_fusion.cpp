@@ -25,6 +25,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "ir/layout.h"
 #include "passes/fusion/cpu_ops.h"
 #include "passes/fusion/fusion_util.h"
 #include "passes/pass.h"
@@ -97,51 +98,23 @@ bool counts_as_work(const Node& n, const CpuOp& op) {
 }
 
 c10::MemoryFormat format_of(const TensorMeta& m) {
-  // Static strides only; anything else is taken as contiguous (what eager returns for
-  // contiguous inputs, the common case).
-  const auto& s = m.strides;
-  const auto& z = m.sizes;
-  if (s.size() != z.size() || (z.size() != 4 && z.size() != 5)) return c10::MemoryFormat::Contiguous;
-  for (size_t i = 0; i < z.size(); ++i)
-    if (!z[i].is_static() || !s[i].is_static()) return c10::MemoryFormat::Contiguous;
-  std::vector<int64_t> order = z.size() == 4 ? std::vector<int64_t>{1, 3, 2, 0} : std::vector<int64_t>{1, 4, 3, 2, 0};
-  int64_t expect = 1;
-  for (int64_t d : order) {
-    if (z[d].value != 1 && s[d].value != expect) return c10::MemoryFormat::Contiguous;
-    expect *= z[d].value;
-  }
-  bool contiguous = true;
-  expect = 1;
-  for (int64_t d = static_cast<int64_t>(z.size()) - 1; d >= 0; --d) {
-    if (z[d].value != 1 && s[d].value != expect) contiguous = false;
-    expect *= z[d].value;
-  }
-  if (contiguous) return c10::MemoryFormat::Contiguous;
-  return z.size() == 4 ? c10::MemoryFormat::ChannelsLast : c10::MemoryFormat::ChannelsLast3d;
+  // Anything but a channels-last layout the traced strides prove is taken as contiguous (what
+  // eager returns for contiguous inputs, the common case).
+  if (m.sizes.size() != 4 && m.sizes.size() != 5) return c10::MemoryFormat::Contiguous;
+  if (!traced_channels_last(m)) return c10::MemoryFormat::Contiguous;
+  return m.sizes.size() == 4 ? c10::MemoryFormat::ChannelsLast : c10::MemoryFormat::ChannelsLast3d;
 }
 
-// The dims of a static, dense, non-contiguous layout, innermost first; empty otherwise.
+// The dims of a dense, non-contiguous layout, innermost first (the dims longer than 1 by
+// stride, then the size-1 dims: they lie anywhere); empty otherwise.
 std::vector<int> dense_order_of(const TensorMeta& m) {
-  const auto& s = m.strides;
-  const auto& z = m.sizes;
-  const int n = static_cast<int>(z.size());
-  if (static_cast<int>(s.size()) != n || n < 2) return {};
-  for (int i = 0; i < n; ++i)
-    if (!z[i].is_static() || !s[i].is_static()) return {};
-  std::vector<int> order;  // dims longer than 1 by stride, then the size-1 dims (they lie anywhere)
+  const int n = static_cast<int>(m.sizes.size());
+  if (n < 2) return {};
+  std::optional<std::vector<int>> order = dense_dim_order(m);
+  if (!order || std::is_sorted(order->rbegin(), order->rend())) return {};  // unknown, or contiguous
   for (int d = n - 1; d >= 0; --d)
-    if (z[d].value != 1) order.push_back(d);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return s[a].value < s[b].value; });
-  bool contiguous = true;
-  int64_t expect = 1;
-  for (size_t i = 0; i < order.size(); ++i) {
-    if (s[order[i]].value != expect) return {};  // overlapping or with gaps
-    contiguous &= i == 0 || order[i] < order[i - 1];
-    expect *= z[order[i]].value;
-  }
-  for (int d = n - 1; d >= 0; --d)
-    if (z[d].value == 1) order.push_back(d);
-  return contiguous ? std::vector<int>{} : order;
+    if (m.sizes[d] == Dim::of(1)) order->push_back(d);
+  return *order;
 }
 
 class Fuser {
