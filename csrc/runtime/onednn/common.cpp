@@ -224,7 +224,7 @@ static void append_nan_preserving(dnnl::post_ops& po, const PostOp& p) {
   po.append_eltwise(eltwise_alg(p.alg), p.alpha, p.beta);
 }
 
-PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& operands, bool sum_in_place, int64_t dst_ndims,
+PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& operands, int sum_in_place, int64_t dst_ndims,
                           bool plain_clamps) {
   PostOpArgs r;
   dnnl::post_ops po;
@@ -235,7 +235,7 @@ PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& opera
         po.append_eltwise(eltwise_alg(p.alg), p.alpha, p.beta);
       else
         append_nan_preserving(po, p);
-    } else if (p.kind == PostOp::Kind::Sum && sum_in_place) {
+    } else if (static_cast<int>(i) == sum_in_place) {
       po.append_sum(1.f);
     } else {
       const at::Tensor& t = operands.at(i);
@@ -261,7 +261,7 @@ at::Tensor operand_for_dst(const at::Tensor& t, int64_t dst_ndims) {
   return t.as_strided(sizes, strides);
 }
 
-std::string signature(const std::vector<at::Tensor>& ts, bool flag) {
+std::string signature(const std::vector<at::Tensor>& ts, int64_t flag) {
   // Raw bytes, not text: this runs on every call.
   std::string key;
   key.reserve(ts.size() * 80);

@@ -48,12 +48,13 @@ struct PostOpArgs {
   std::vector<BinaryArg> binary;
 };
 // Builds the attr for the node's post-op list. `operands[i]` is the tensor of post-op i
-// (undefined for eltwise), already viewed to dst's dims; `sum_in_place` says whether a Sum
-// post-op accumulates into dst (else it is applied as a Binary add).
+// (undefined for eltwise), already viewed to dst's dims; `sum_in_place`: the index of the one
+// Sum post-op whose operand is dst itself (it accumulates into dst), or -1. Every other Sum is
+// a Binary add of its own operand (oneDNN's sum reads dst: only one post-op can be it).
 // `plain_clamps`: relu (slope 0), clip and hardsigmoid as oneDNN's own, which turn NaN into a
 // bound; only for a call checked to carry no NaN into them (plain_clamp_bound). Otherwise they
 // are built from NaN-preserving steps, at two exps per element for a clip.
-PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& operands, bool sum_in_place, int64_t dst_ndims,
+PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& operands, int sum_in_place, int64_t dst_ndims,
                           bool plain_clamps = false);
 // The index of the last post-op that loses NaN in its plain form (relu with slope 0, clip,
 // hardsigmoid), when every post-op before it keeps finite values finite and NaN-free (relu,
@@ -69,7 +70,7 @@ float max_abs(const at::Tensor& t);
 at::Tensor operand_for_dst(const at::Tensor& t, int64_t dst_ndims);
 
 // The key of one concrete call signature: sizes, strides and dtypes of the tensors that shape the primitive.
-std::string signature(const std::vector<at::Tensor>& ts, bool flag);
+std::string signature(const std::vector<at::Tensor>& ts, int64_t flag);
 
 // What a pack is laid out for; signatures whose packs have equal layouts share one.
 struct PackLayout {

@@ -117,6 +117,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
 
     std::vector<at::Tensor> operands(f_.post_ops.size());
     at::Tensor in_place;
+    int sum_in_place = -1;  // which post-op accumulates into its operand's buffer (one at most)
     for (size_t i = 0; i < f_.post_ops.size(); ++i) {
       const PostOp& p = f_.post_ops[i];
       if (p.arg < 0) continue;
@@ -126,10 +127,9 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
       if (widen) t = t.to(cdt);
       // A full-size operand in the output's layout can be read (or accumulated into) as it is.
       const bool full = t.sizes().equals(at::IntArrayRef(out));
-      if (owned && full && out_cl && channels_last(t)) in_place = t;
+      if (owned && full && out_cl && channels_last(t)) in_place = t, sum_in_place = static_cast<int>(i);
       operands[i] = full ? to_cl(t) : operand_for_dst(t, nd).contiguous();
     }
-    const bool sum_in_place = in_place.defined();
 
     const bool cached = cache_pack(w, bias, bn);
     std::vector<at::Tensor> shape_of = {x, w, bias};
@@ -170,7 +170,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
         s.wait();
         src_mem = to;
       }
-      at::Tensor dst = !sum_in_place ? empty_cl(out, x.options()) : scratch ? in_place.clone() : in_place;
+      at::Tensor dst = sum_in_place < 0 ? empty_cl(out, x.options()) : scratch ? in_place.clone() : in_place;
       std::unordered_map<int, memory> args;
       args[DNNL_ARG_SRC] = src_mem;
       args[DNNL_ARG_DST] = as_dst_memory(dst, r->pd.dst_desc());
@@ -227,7 +227,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
   std::shared_ptr<ConvEntry> build(const at::Tensor& x, const at::Tensor& w, c10::ScalarType cdt, bool has_bias,
                                    c10::ScalarType bias_dt, bool folded,
                                    const Dims& out, const Dims& pad_l, const Dims& pad_r, const Dims& dil,
-                                   const Dims& strides, const std::vector<at::Tensor>& operands, bool sum_in_place,
+                                   const Dims& strides, const std::vector<at::Tensor>& operands, int sum_in_place,
                                    bool plain_clamps) const {
     const int64_t nd = x.dim();
     auto dt = dtype_of(cdt);

@@ -127,6 +127,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     // Post-op operands, viewed into the [.., M, N] domain oneDNN sees.
     std::vector<at::Tensor> operands(f_.post_ops.size());
     at::Tensor in_place;
+    int sum_in_place = -1;  // which post-op accumulates into its operand's buffer (one at most)
     for (size_t i = 0; i < f_.post_ops.size(); ++i) {
       const PostOp& p = f_.post_ops[i];
       if (p.arg < 0) continue;
@@ -137,9 +138,9 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
       at::Tensor t = stack[p.arg].toTensor();
       if (f_.flatten_src) t = flatten_operand(t, out_shape);
       operands[i] = operand_for_dst(t, nd).to(widen ? cdt : t.scalar_type()).contiguous();
-      if (owned && t.is_contiguous() && t.sizes().equals(at::IntArrayRef(dst_dims))) in_place = t;
+      if (owned && t.is_contiguous() && t.sizes().equals(at::IntArrayRef(dst_dims)))
+        in_place = t, sum_in_place = static_cast<int>(i);
     }
-    const bool sum_in_place = in_place.defined();
 
     std::vector<at::Tensor> shape_of = {src, w, b_run};
     for (const auto& t : operands) shape_of.push_back(t);
@@ -172,7 +173,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
       // A fresh output is allocated in its final shape (oneDNN writes the same bytes through its
       // [.., M, N] description): a view of it would keep its base alive, and a consumer could
       // then never take the buffer over in place.
-      at::Tensor dst = !sum_in_place ? pooled_empty(out_shape, cdt) : scratch ? in_place.clone() : in_place;
+      at::Tensor dst = sum_in_place < 0 ? pooled_empty(out_shape, cdt) : scratch ? in_place.clone() : in_place;
       std::unordered_map<int, memory> args;
       args[DNNL_ARG_SRC] = as_memory(src, r->pd.src_desc());
       args[DNNL_ARG_DST] = as_dst_memory(dst, r->pd.dst_desc());
@@ -187,7 +188,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
         args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.position) | DNNL_ARG_SRC_1] = as_memory(operands[b.operand], b.desc);
       execute(r->prim, r->pd, args);
       if (widen) return to_out_dtype(dst);  // rounded once, at the end (or kept fp32: widen_chains)
-      return sum_in_place ? dst.view(out_shape) : dst;
+      return sum_in_place >= 0 ? dst.view(out_shape) : dst;
     };
     finish(stack, choose(*e, stack, run_once));
   }
@@ -306,7 +307,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
 
   std::shared_ptr<MatmulEntry> build(const at::Tensor& src, const Dims& wd, const Dims& ws, c10::ScalarType cdt,
                                      bool has_bias, c10::ScalarType bias_dt, bool folded,
-                                     const std::vector<at::Tensor>& operands, bool sum_in_place, const Dims& dst_dims,
+                                     const std::vector<at::Tensor>& operands, int sum_in_place, const Dims& dst_dims,
                                      bool cached, bool plain_clamps) const {
     const int64_t nd = src.dim();
     auto dt = dtype_of(cdt);
