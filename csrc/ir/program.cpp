@@ -8,7 +8,8 @@ const char* pop_name(POp op) {
   static const char* names[] = {
       "load", "cols", "const", "neg", "abs", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "recip", "sin", "cos",
       "tanh", "sigmoid", "erf", "relu", "gelu_erf", "gelu_tanh", "silu", "hardswish", "hardsigmoid", "leaky_relu",
-      "elu", "floor", "ceil", "round", "trunc", "sign", "isnan", "not", "square", "add", "sub", "mul", "div", "max",
+      "elu", "floor", "ceil", "round", "trunc", "sign", "isnan", "not", "square", "round_bf16",
+      "round_half", "add", "sub", "mul", "div", "max",
       "min", "pow", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "expsub", "where", "clamp", "muladd", "submul", "mulmul", "rsum", "rmax", "rmin", "rsumsq", "rsumexp",
       "store", "store_row"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(POp::StoreRow) + 1, "one name per POp");
@@ -17,7 +18,7 @@ const char* pop_name(POp op) {
 
 int pop_arity(POp op) {
   if (op <= POp::Const) return 0;
-  if (op <= POp::Square) return 1;
+  if (op <= POp::RoundHalf) return 1;
   if (op <= POp::ExpSub) return 2;
   if (op <= POp::MulMul) return 3;
   if (op <= POp::RMin) return 1;

@@ -32,6 +32,9 @@ enum class POp : uint8_t {
   Neg, Abs, Exp, Expm1, Log, Log1p, Sqrt, Rsqrt, Recip, Sin, Cos, Tanh, Sigmoid, Erf, Relu,
   GeluErf, GeluTanh, Silu, Hardswish, Hardsigmoid, LeakyRelu, Elu, Floor, Ceil, Round, Trunc,
   Sign, IsNan, Not, Square,
+  // dst = a rounded to bf16 / fp16 (and widened back): a value the group also stores in that
+  // dtype, as its other members read it (eager's next op reads the stored tensor).
+  RoundBf16, RoundHalf,
   // Binary: dst = a op b. Max/Min propagate NaN (eager's maximum/minimum); comparisons give 0/1.
   // ExpSub: dst = exp(a - b) (a softmax's numerator, one pass instead of two).
   Add, Sub, Mul, Div, Max, Min, Pow, Eq, Ne, Lt, Le, Gt, Ge, And, Or, ExpSub,

@@ -341,12 +341,14 @@ class Fuser {
     auto uses = g_.use_counts();
     // Which member values are read outside the group (they become the node's outputs).
     std::vector<Value*> outs;
+    std::set<const Value*> stored_and_read;  // outputs other members read too
     for (Node* m : grp.members)
       for (Value* v : m->outputs) {
         int inside = 0;
         for (Node* u : grp.members)
           for (const Arg& a : u->args) for_each_value(a, [&](Value* x) { inside += x == v; });
         if (uses[v->id] > inside) outs.push_back(v);
+        if (uses[v->id] > inside && inside > 0) stored_and_read.insert(v);
       }
     if (outs.empty()) return false;
     for (Value* v : outs) {  // outputs must be stored in a dtype the kernel writes
@@ -386,8 +388,18 @@ class Fuser {
         return load(v, pad);
       };
       std::vector<int> es = emit_cpu_op(*m, b, arg);
-      for (size_t i = 0; i < m->outputs.size() && i < es.size(); ++i)
-        if (es[i] >= 0) expr[m->outputs[i]] = es[i];
+      for (size_t i = 0; i < m->outputs.size() && i < es.size(); ++i) {
+        if (es[i] < 0) continue;
+        // A bf16/fp16 value the group stores is read by its other members as stored, as eager's
+        // next op reads it: the outputs stay consistent with one another (a backward that
+        // compares or normalizes saved values sees what eager's forward saw; fuzzer seeds 591,
+        // 1156, 1822). Values the group keeps to itself stay fp32.
+        const Value* v = m->outputs[i];
+        const auto t = v->meta->dtype;
+        if (stored_and_read.count(v) && (t == c10::kBFloat16 || t == c10::kHalf))
+          es[i] = b.op(t == c10::kBFloat16 ? POp::RoundBf16 : POp::RoundHalf, es[i]);
+        expr[v] = es[i];
+      }
     }
     if (!anchored) return false;  // the domain could not be read from the inputs at run time
     for (size_t i = 0; i < outs.size(); ++i) {

@@ -412,6 +412,10 @@ inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
     case P::IsNan: return un(I, [](Vec x) { return x.isnan() & Vec(1.f); });
     case P::Not: return un(I, [](Vec x) { return x.eq(Vec(0.f)); });
     case P::Square: return un(I, [](Vec x) { return x * x; });
+    case P::RoundBf16:  // round to nearest even, NaN kept: the bits a bf16 store writes
+      return un(I, [](Vec x) { return std::get<0>(at::vec::convert_bfloat16_float(at::vec::convert_float_bfloat16(x, x))); });
+    case P::RoundHalf:
+      return un(I, [](Vec x) { return std::get<0>(at::vec::convert_half_float(at::vec::convert_float_half(x, x))); });
     case P::Add: return bin(I, [](Vec a, Vec b) { return a + b; });
     case P::Sub: return bin(I, [](Vec a, Vec b) { return a - b; });
     case P::Mul: return bin(I, [](Vec a, Vec b) { return a * b; });
