@@ -339,6 +339,26 @@ def test_size_one_dims_with_arbitrary_strides_run_on_onednn(choice, monkeypatch)
         torch.testing.assert_close(torch.compile(fn, backend="fxcpp")(x), fn(x))
 
 
+@pytest.mark.parametrize("choice", ["onednn", "aten"])
+def test_a_weight_operand_with_a_size_one_dim_of_any_stride_runs_on_onednn(choice, monkeypatch):
+    # Found by the fuzzer's training steps (seed 1113): a Linear's weight gradient is
+    # mm(grad.t(), x.view(-1, 1)), and a transposed x makes that [6, 1] operand's strides (1, 2).
+    # The primitive was built for those strides and each call described the memory with the
+    # size-1 dim made dense: oneDNN refused to execute.
+    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", choice)
+    g, x = torch.randn(6, 17), torch.randn(3, 1, 2).transpose(-1, -2).reshape(6, 1)
+    assert x.stride() == (1, 2)
+    fn = lambda g, x: torch.mm(g.t() * 1.5, x)  # noqa: E731 (M = 17: past the small-M path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a refused primitive warns
+        notes = onednn_notes(fn, g, x)
+    assert not any("refused" in n for n in notes), notes
+    assert all(n.startswith("onednn") if choice == "onednn" else n.startswith("aten") for n in notes), notes
+    torch._dynamo.reset()
+    with torch.no_grad():
+        torch.testing.assert_close(torch.compile(fn, backend="fxcpp")(g, x), fn(g, x))
+
+
 @pytest.mark.parametrize("kind", ["linear", "conv"])
 def test_a_binary_post_op_after_a_clamp_runs_on_onednn(kind, monkeypatch):
     # Found by the fuzzer (seed 1820): clamp is several oneDNN post-ops (NaN-preserving), and

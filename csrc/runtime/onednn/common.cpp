@@ -68,17 +68,21 @@ static bool dense_in_stride_order(const Dims& dims, const Dims& strides) {
 }
 
 memory::desc plain_desc(const at::Tensor& t, const Dims& dims, const Dims& strides) {
+  return plain_desc(dtype_of(t.scalar_type()), dims, strides);
+}
+
+memory::desc plain_desc(memory::data_type dt, const Dims& dims, const Dims& strides) {
   // A size-1 dim's stride addresses nothing, and torch leaves any value there (a transposed
   // [17, 32, 1] viewed as [544, 1] has strides (1, 32)); oneDNN 3.2 built a matmul for that and
   // then refused to execute it. Give such dims the stride a row-major layout would have, unless
   // the strides already describe a dense layout: rewriting a batch-1 channels-last tensor's N
   // stride (H*W*C) to C made its format unreadable to brgconv, and every batch-1 convolution
   // fed by another fell to oneDNN's reference implementation (then ATen).
-  if (dense_in_stride_order(dims, strides)) return memory::desc(dims, dtype_of(t.scalar_type()), strides);
+  if (dense_in_stride_order(dims, strides)) return memory::desc(dims, dt, strides);
   Dims s = strides;
   for (size_t i = s.size(); i-- > 0;)
     if (dims[i] == 1) s[i] = i + 1 < s.size() ? s[i + 1] * std::max<int64_t>(dims[i + 1], 1) : 1;
-  return memory::desc(dims, dtype_of(t.scalar_type()), s);
+  return memory::desc(dims, dt, s);
 }
 
 memory as_memory(const at::Tensor& t, const memory::desc& d) {

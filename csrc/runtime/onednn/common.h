@@ -27,6 +27,7 @@ c10::ScalarType scalar_type_of(memory::data_type t);
 // A plain (strided) desc of the tensor as it is, optionally viewed with other dims/strides.
 memory::desc plain_desc(const at::Tensor& t);
 memory::desc plain_desc(const at::Tensor& t, const Dims& dims, const Dims& strides);
+memory::desc plain_desc(memory::data_type dt, const Dims& dims, const Dims& strides);
 Dims dims_of(at::IntArrayRef v);
 // A read-only operand: through const_data_ptr(), so a copy-on-write tensor is never copied to be read.
 memory as_memory(const at::Tensor& t, const memory::desc& d);

@@ -312,7 +312,8 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     const int64_t nd = src.dim();
     auto dt = dtype_of(cdt);
     memory::desc src_md = plain_desc(src);
-    memory::desc w_md = cached ? memory::desc(wd, dt, memory::format_tag::any) : memory::desc(wd, dt, ws);
+    // (plain_desc: the desc each call's weight memory gets, size-1 dims' strides made dense.)
+    memory::desc w_md = cached ? memory::desc(wd, dt, memory::format_tag::any) : plain_desc(dt, wd, ws);
     memory::desc dst_md = memory::desc(dst_dims, dt, nd == 2 ? memory::format_tag::ab : memory::format_tag::abc);
     memory::desc bias_md;
     if (has_bias || folded) {
