@@ -1,6 +1,7 @@
 """The random-program fuzzer: each program (grammar.py) is compiled with fxcpp through
-torch.compile and compared with eager by PyTorch's benchmark-harness rule (an fp64 reference
-for bf16/fp16), and its inputs must come back untouched. A failing program is shrunk (the
+torch.compile and called five times (again, after its weights changed, at two new batch
+sizes: _check), each call compared with eager by PyTorch's benchmark-harness rule (an fp64
+reference for bf16/fp16), and its inputs must come back untouched. A failing program is shrunk (the
 shortest failing prefix, then statements dropped while it still fails) and written out as a
 standalone reproducer in tests/fuzz/repros/.
 
@@ -36,8 +37,9 @@ def instantiate(p: Program):
     return ns["Program"], ns["make_inputs"]
 
 
-def check(p: Program, notes: list | None = None) -> tuple[str, str]:
+def check(p: Program, notes: list | None = None, train: bool = False) -> tuple[str, str]:
     """("ok" | "skip" | "fail" | "traced", detail). skip: eager itself raises on this program.
+    train: two training steps (_check_train) instead of the inference calls.
     traced: values right, but an output's strides are those Dynamo traced, not eager's (see
     _traced_output_strides). fxcpp's warnings (a fallback to the Interpreter or to ATen:
     correct, but not the intended path) are appended to `notes`."""
@@ -48,7 +50,7 @@ def check(p: Program, notes: list | None = None) -> tuple[str, str]:
     rec: list = []
     with warnings.catch_warnings(record=True) as caught, recording(rec):
         warnings.simplefilter("always")
-        out = _check(p)
+        out = _check_train(p) if train else _check(p)
     if notes is not None:
         notes += sorted({str(w.message).splitlines()[0][:300] for w in caught if "fxcpp" in str(w.message)})
         # A kernel's own fallbacks are in explain()'s notes (its C++ warnings go to stderr).
@@ -57,27 +59,159 @@ def check(p: Program, notes: list | None = None) -> tuple[str, str]:
 
 
 def _check(p: Program) -> tuple[str, str]:
+    """Five calls of one compiled model, each against eager: the first (which compiles and,
+    for a oneDNN node, measures its paths); a second on the same inputs (the path chosen, the
+    primitive and packed weight cached); a third after every parameter changed in one of the
+    ways a user changes weights (_change_weights); then two with new sizes of the inputs'
+    first dim (Dynamo recompiles once with that dim symbolic, then reuses that graph). Where
+    eager rejects the new sizes (a size written into the program), those two are left out."""
     cls, make_inputs = instantiate(p)
     dtype = TORCH_DTYPES[p.dtype]
     model = cls().eval().to(dtype)
     xs = make_inputs(dtype)
     with torch.no_grad():
         try:
-            ref = model(*[x.clone() for x in xs])
-            model64 = copy.deepcopy(model).double()
-            ref64 = model64(*[x.double() for x in xs])
+            ref, ref64 = _eager(model, xs)
         except Exception as e:  # noqa: BLE001 - eager rejects the program: not ours to judge
             return "skip", f"eager raised {type(e).__name__}: {str(e)[:120]}"
-        before = [x.clone() for x in xs]
         torch._dynamo.reset()
+        compiled = torch.compile(model, backend="fxcpp")
+        traced_detail = ""
+        calls = ["first call", "second call", "call after the weights changed",
+                 "call with a new first-dim size", "call with another first-dim size"]
         try:
-            res = torch.compile(model, backend="fxcpp")(*xs)
-        except Exception as e:  # noqa: BLE001
-            return "fail", f"fxcpp raised where eager did not: {type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"
+            for call in calls:
+                if call == "call after the weights changed" and not _change_weights(model, p.seed):
+                    continue
+                if "first-dim size" in call:
+                    xs = _resized_inputs(p, dtype, 2 if call == calls[3] else 5)
+                if call != "first call":
+                    try:
+                        ref, ref64 = _eager(model, xs)
+                    except Exception:  # noqa: BLE001 - a size written into the program: eager rejects it
+                        break
+                before = [x.clone() for x in xs]
+                try:
+                    res = compiled(*xs)
+                except Exception as e:  # noqa: BLE001
+                    return "fail", f"{call}: fxcpp raised where eager did not: {type(e).__name__}: {e}\n" \
+                                   f"{traceback.format_exc()[-1500:]}"
+                if any(not torch.equal(a, b) and not (a.isnan() | b.isnan()).any() for a, b in zip(before, xs)):
+                    return "fail", f"{call}: an input was mutated"
+                status, detail = _compare(p, model, xs, ref, res, ref64)
+                if status == "fail":
+                    return status, f"{call}: {detail}" if call != "first call" else detail
+                traced_detail = traced_detail or detail
         finally:
             torch._dynamo.reset()
-    if any(not torch.equal(a, b) and not (a.isnan() | b.isnan()).any() for a, b in zip(before, xs)):
-        return "fail", "an input was mutated"
+    return ("traced", traced_detail) if traced_detail else ("ok", "")
+
+
+def _resized(p: Program, extra: int) -> Program:
+    """The program with `extra` added to its inputs' first dim (same layouts, new values)."""
+    return dataclasses.replace(p, inputs=[(n, (sh[0] + extra,) + tuple(sh[1:]), lay) for n, sh, lay in p.inputs])
+
+
+def _resized_inputs(p: Program, dtype, extra: int) -> list:
+    return instantiate(_resized(p, extra))[1](dtype)
+
+
+
+
+def _check_train(p: Program) -> tuple[str, str]:
+    """Two training steps, compiled against eager: the outputs, then the gradients of a random
+    weighting of them with respect to every input and parameter (fp64 gradients as the
+    low-precision reference), then eager's SGD step, copied into the compiled model's
+    parameters in place (its graphs see the new values at the second step)."""
+    cls, make_inputs = instantiate(p)
+    dtype = TORCH_DTYPES[p.dtype]
+    model = cls().to(dtype)
+    mine, model64 = copy.deepcopy(model), copy.deepcopy(model).double()
+    xs = make_inputs(dtype)
+    torch._dynamo.reset()
+    compiled = torch.compile(mine, backend="fxcpp")
+    g = torch.Generator().manual_seed(p.seed + 3)
+    tol = 1e-3 if p.dtype == "fp32" else 1e-2
+    try:
+        for step in range(2):
+            try:
+                ref, ref_grads = _forward_backward(model, xs, g, step)
+                ref64, grads64 = _forward_backward(model64, [x.double() for x in xs], g, step)
+            except Exception as e:  # noqa: BLE001 - eager rejects it (an in-place op autograd needs undone)
+                if step == 0:
+                    return "skip", f"eager raised {type(e).__name__}: {str(e)[:120]}"
+                raise
+            try:
+                res, grads = _forward_backward(compiled, xs, g, step, params=list(mine.parameters()))
+            except Exception as e:  # noqa: BLE001
+                return "fail", f"training step {step}: fxcpp raised where eager did not: {type(e).__name__}: {e}\n" \
+                               f"{traceback.format_exc()[-1500:]}"
+            for i, (r, c, r64) in enumerate(zip(ref, res, ref64)):
+                if r.shape != c.shape or r.dtype != c.dtype or not same(r, c, fp64_ref=r64, tol=tol, equal_nan=True):
+                    return "fail", f"training step {step}: output {i} differs from eager"
+            for name, r, c, r64 in zip(ref_grads, ref_grads.values(), grads.values(), grads64.values()):
+                if (r is None) != (c is None):
+                    return "fail", f"training step {step}: the gradient of {name} is " + ("missing" if c is None else "extra")
+                if r is not None and not same(r, c, fp64_ref=r64, tol=tol, equal_nan=True):
+                    err = (c.double() - r.double()).abs().max().item() if r.numel() else 0.0
+                    return "fail", f"training step {step}: the gradient of {name} differs from eager (max abs diff {err:.3g})"
+            with torch.no_grad():  # eager's step, copied into the others: each step starts equal
+                for w, w_mine, w64 in zip(model.parameters(), mine.parameters(), model64.parameters()):
+                    if w.grad is not None:
+                        w.sub_(0.1 * w.grad)
+                    w_mine.copy_(w)
+                    w64.copy_(w)
+                    w.grad = w_mine.grad = w64.grad = None
+    finally:
+        torch._dynamo.reset()
+    return "ok", ""
+
+
+def _forward_backward(fn, xs, g, step, params=None):
+    """fn's outputs and, by name, the gradients of sum(output * r) (r: fixed random weights per
+    step) with respect to each input and parameter."""
+    params = list(fn.parameters()) if params is None else params
+    xs = [x.detach().clone().requires_grad_() for x in xs]
+    outs = fn(*xs)
+    gen = torch.Generator().manual_seed(step)  # the same weights for eager, fp64 and compiled
+    loss = sum((o.double() * torch.randn(o.shape, generator=gen, dtype=torch.float64)).sum() for o in outs)
+    loss.backward()
+    grads = {f"input {i}": x.grad for i, x in enumerate(xs)}
+    grads.update({f"parameter {i}": w.grad for i, w in enumerate(params)})
+    return [o.detach() for o in outs], grads
+
+
+def _eager(model, xs):
+    """Eager's outputs and the fp64 reference the harness rule checks low precision against."""
+    ref = model(*[x.clone() for x in xs])
+    ref64 = copy.deepcopy(model).double()(*[x.double() for x in xs])
+    return ref, ref64
+
+
+def _change_weights(model, seed: int) -> bool:
+    """Every parameter scaled elementwise by a factor in [0.5, 1.5) (positive: a BatchNorm's
+    variance stays a variance), each in one of four ways a user or a training step changes
+    weights between calls: through `.data` (the version counter does not move), in place
+    (it does), `copy_`, and a new tensor assigned to `.data` (a new storage). False when the
+    program has no parameter."""
+    params = list(model.parameters())
+    g = torch.Generator().manual_seed(seed + 2)
+    for i, w in enumerate(params):
+        f = (torch.rand(w.shape, generator=g) + 0.5).to(w.dtype)
+        way = i % 4
+        if way == 0:
+            w.data.mul_(f)
+        elif way == 1:
+            w.mul_(f)
+        elif way == 2:
+            w.copy_(w * f)
+        else:
+            w.data = w.data * f
+    return bool(params)
+
+
+def _compare(p: Program, model, xs, ref, res, ref64) -> tuple[str, str]:
+    """("ok" | "fail" | "traced", detail) for one call's outputs against eager's."""
     tol = 1e-3 if p.dtype == "fp32" else 1e-2
     traced_detail = ""
     for i, (r, c, r64) in enumerate(zip(ref, res, ref64)):
@@ -120,9 +254,9 @@ def _traced_output_strides(model, xs) -> list | None:
     return got[0] if len(got) == 1 else None
 
 
-def _fails(p: Program) -> bool:
+def _fails(p: Program, train: bool = False) -> bool:
     try:
-        return check(p)[0] == "fail"
+        return check(p, train=train)[0] == "fail"
     except Exception:  # noqa: BLE001 - a broken candidate (e.g. a dropped value still read) is not a failure
         return False
 
@@ -136,12 +270,12 @@ def _needed(stmts, outputs) -> list:
     return list(reversed(keep))
 
 
-def shrink(p: Program) -> Program:
+def shrink(p: Program, train: bool = False) -> Program:
     """The shortest failing prefix (its last value the only output), then each statement
     replaced by its first operand where the shapes agree, while the program still fails."""
     for k in range(1, len(p.stmts) + 1):
         cand = dataclasses.replace(p, stmts=_needed(p.stmts[:k], [p.stmts[k - 1].name]), outputs=[p.stmts[k - 1].name])
-        if _fails(cand):
+        if _fails(cand, train):
             p = cand
             break
     changed = True
@@ -162,7 +296,7 @@ def shrink(p: Program) -> Program:
                 rest.append(dataclasses.replace(t, expr=_rename(t.expr, s.name, dep), after=_rename(t.after, s.name, dep),
                                                 deps=[dep if d == s.name else d for d in t.deps]))
             cand = dataclasses.replace(p, stmts=_needed(rest, p.outputs))
-            if _fails(cand):
+            if _fails(cand, train):
                 p, changed = cand, True
                 break
     return p
@@ -175,23 +309,50 @@ def _rename(text: str, old: str, new: str) -> str:
 def write_repro(p: Program, detail: str, out_dir: str) -> str:
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, f"repro_seed{p.seed}.py")
-    body = p.source() + f'''
+    resized = "".join(_resized(p, k).source().split("def make_inputs(dtype):")[1].join(
+        [f"\n\ndef make_inputs_{k}(dtype):  # the first dim {k} larger", ""]) for k in (2, 5))
+    body = p.source() + resized + f'''
 
 # {p.describe()}
 # Found: {detail.splitlines()[0] if detail else ""}
 if __name__ == "__main__":
+    import copy
+
     import fxcpp  # noqa: F401
     from torch._dynamo.utils import same
 
     dtype = {DTYPES[p.dtype]}
     model = Program().eval().to(dtype)
     xs = make_inputs(dtype)
+    compiled = torch.compile(model, backend="fxcpp")
+    ok = True
     with torch.no_grad():
-        ref = model(*[x.clone() for x in xs])
-        ref64 = __import__("copy").deepcopy(model).double()(*[x.double() for x in xs])
-        res = torch.compile(model, backend="fxcpp")(*xs)
-    ok = all(same(r, c, fp64_ref=r64, tol={1e-3 if p.dtype == "fp32" else 1e-2}, equal_nan=True)
-             for r, c, r64 in zip(ref, res, ref64))
+        for call in ("first call", "second call", "call after the weights changed",
+                     "call with a new first-dim size", "call with another first-dim size"):
+            if call == "call after the weights changed":  # as the fuzzer's _change_weights
+                g = torch.Generator().manual_seed({p.seed + 2})
+                for i, w in enumerate(model.parameters()):
+                    f = (torch.rand(w.shape, generator=g) + 0.5).to(w.dtype)
+                    if i % 4 == 0:
+                        w.data.mul_(f)
+                    elif i % 4 == 1:
+                        w.mul_(f)
+                    elif i % 4 == 2:
+                        w.copy_(w * f)
+                    else:
+                        w.data = w.data * f
+            if "first-dim size" in call:
+                xs = (make_inputs_2 if "new" in call else make_inputs_5)(dtype)
+            try:
+                ref = model(*[x.clone() for x in xs])
+            except Exception:  # eager rejects the new size: so did the fuzzer
+                break
+            ref64 = copy.deepcopy(model).double()(*[x.double() for x in xs])
+            res = compiled(*xs)
+            good = all(same(r, c, fp64_ref=r64, tol={1e-3 if p.dtype == "fp32" else 1e-2}, equal_nan=True)
+                       for r, c, r64 in zip(ref, res, ref64))
+            print(call, "matches eager" if good else "DIFFERS from eager")
+            ok = ok and good
     print("matches eager" if ok else "DIFFERS from eager")
 '''
     with open(path, "w") as f:
@@ -199,14 +360,20 @@ if __name__ == "__main__":
     return path
 
 
-def run(n: int, seed: int, out_dir: str | None, verbose: bool = False) -> dict:
-    counts = {"ok": 0, "skip": 0, "fail": 0, "traced": 0}
+def run(n: int, seed: int, out_dir: str | None, verbose: bool = False, train: bool = False,
+        dtypes: tuple = tuple(DTYPES)) -> dict:
+    """Programs of seeds seed..seed+n-1 whose dtype is in `dtypes` (the others are counted
+    as left out)."""
+    counts = {"ok": 0, "skip": 0, "fail": 0, "traced": 0, "left out": 0}
     failures, fallbacks, traced = [], [], []
     t0 = time.time()
     for s in range(seed, seed + n):
         p = generate(s)
+        if p.dtype not in dtypes:
+            counts["left out"] += 1
+            continue
         notes: list = []
-        status, detail = check(p, notes)
+        status, detail = check(p, notes, train)
         counts[status] += 1
         if status == "traced":
             traced.append((s, detail))
@@ -215,7 +382,7 @@ def run(n: int, seed: int, out_dir: str | None, verbose: bool = False) -> dict:
             fallbacks.append((s, notes))
             print(f"fallback seed {s}: {notes[0]}", flush=True)
         if status == "fail":
-            small = shrink(p)
+            small = shrink(p, train)
             where = write_repro(small, detail, out_dir) if out_dir else ""
             failures.append((s, detail.splitlines()[0], small.describe(), where))
             print(f"FAIL seed {s}: {detail.splitlines()[0]}\n  shrunk: {small.describe()}\n  {where}", flush=True)
@@ -234,9 +401,13 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=os.path.join(HERE, "repros"))
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--train", action="store_true", help="two training steps per program instead of inference calls")
+    ap.add_argument("--dtypes", default=",".join(DTYPES), help="the programs of these dtypes only (default: all)")
     a = ap.parse_args(argv)
-    c = run(a.n, a.seed, a.out, a.verbose)
-    print(f"programs {a.n} (seeds {a.seed}..{a.seed + a.n - 1}): ok {c['ok']}, eager raised too {c['skip']}, "
+    c = run(a.n, a.seed, a.out, a.verbose, a.train, tuple(a.dtypes.split(",")))
+    print(f"programs {a.n} (seeds {a.seed}..{a.seed + a.n - 1}): "
+          + (f"{c['left out']} of other dtypes left out, " if c["left out"] else "")
+          + f"ok {c['ok']}, eager raised too {c['skip']}, "
           f"failed {c['fail']} in {c['seconds']} s; fxcpp warned (a correct fallback) on {len(c['fallbacks'])}; "
           f"output strides as Dynamo traced them, not eager's, on {c['traced']}")
     return 1 if c["fail"] else 0

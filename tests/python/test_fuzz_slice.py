@@ -1,5 +1,6 @@
 """A fixed-seed slice of the random-program fuzzer (tests/fuzz/): each program compiled by
-fxcpp matches eager by the harness rule and leaves its inputs untouched. `make fuzz N=...`
+fxcpp matches eager by the harness rule and leaves its inputs untouched, at its first call,
+a second, one after its weights changed and two at new batch sizes. `make fuzz N=...`
 runs as many as asked. Also: the shrinker keeps a failure and drops what it does not need,
 and the reproducer it writes runs on its own."""
 import os
@@ -20,6 +21,20 @@ def test_fuzz_slice(start):
     c = fuzz.run(BATCH, start, out_dir=None)
     assert c["fail"] == 0, "\n".join(f"seed {s}: {d}\n  {prog}" for s, d, prog, _ in c["failures"])
     assert c["ok"] >= BATCH * 0.9, c  # programs eager rejects stay rare: the slice tests something
+
+
+TRAIN_SEEDS = 150
+
+
+def test_fuzz_train_slice():
+    """Two training steps of the fp32 programs among seeds 0..149 (--train): outputs and every
+    input's and parameter's gradient against eager. (bf16/fp16 training programs run in the
+    offline sweeps, tests/fuzz/README.md run 7: a few of them, normalizing 2-element rows or
+    fusing exp chains, fail the harness rule under Inductor too; they would make this slice
+    test bf16 rounding luck on the host CI draws.)"""
+    c = fuzz.run(TRAIN_SEEDS, 0, out_dir=None, train=True, dtypes=("fp32",))
+    assert c["fail"] == 0, "\n".join(f"seed {s}: {d}\n  {prog}" for s, d, prog, _ in c["failures"])
+    assert c["ok"] >= 0.8 * (TRAIN_SEEDS - c["left out"]), c  # most programs train in eager too
 
 
 def test_shrink_keeps_the_failure_and_drops_the_rest(monkeypatch, tmp_path):
