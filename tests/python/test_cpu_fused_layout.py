@@ -107,3 +107,21 @@ def test_row_group_outputs_keep_eagers_layout(case):
             return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
         return torch.softmax(x * 0.5, -1)
     _check(f, x)
+
+
+@pytest.mark.parametrize("case", ["mulmul_outer_first", "mulmul_inner_first", "muladd_outer_first",
+                                  "submul_outer_first"])
+def test_a_folded_pair_of_ops_is_laid_out_as_its_two_eager_ops(case):
+    """The builder folds outer(c, inner(a, b)) into one instruction (MulMul, MulAdd, SubMul)
+    whose operands are (a, b, c). Eager lays out inner(a, b) from a and b, then the outer
+    result from c and that, in the outer op's own order: x1 * (x0 * x1) of a transposed x0 is
+    contiguous, as x1 is (fuzzer seed 5527 had it transposed)."""
+    x0 = torch.randn(2, 17, 8).transpose(-1, -2)  # [2, 8, 17], transposed
+    x1 = torch.randn(2, 8, 17)
+    fns = {
+        "mulmul_outer_first": lambda x0, x1: x1 * (x0 * x1),
+        "mulmul_inner_first": lambda x0, x1: (x0 * x1) * x1,
+        "muladd_outer_first": lambda x0, x1: x1 + x0 * x1,
+        "submul_outer_first": lambda x0, x1: x1 * (x0 - x1),
+    }
+    _check(fns[case], x0, x1)

@@ -89,14 +89,16 @@ std::vector<int> count_uses(const std::vector<Expr>& ex, const std::vector<Out>&
 }
 
 // outer(inner(a, b), c), either operand order, with the inner value read only there:
-// fused(a, b, c). Every fold is of a commutative outer op.
+// fused(a, b, c). Every fold is of a commutative outer op, so the value is the same either
+// way; imm = 1 records that c came first, for the layout eager gives the result
+// (eager_output_strides replays outer(c, inner) from its operands in that order).
 void fold_inner(std::vector<Expr>& ex, const std::vector<Out>& outputs, POp outer, POp inner, POp fused) {
   const std::vector<int> uses = count_uses(ex, outputs);
   for (Expr& x : ex) {
     if (x.op != outer) continue;
     for (auto [p, q] : {std::pair<int, int>{x.a, x.b}, std::pair<int, int>{x.b, x.a}}) {
       if (ex[p].op != inner || uses[p] != 1) continue;
-      x = Expr{fused, ex[p].a, ex[p].b, q, 0.f, x.level, x.row};
+      x = Expr{fused, ex[p].a, ex[p].b, q, p == x.b ? 1.f : 0.f, x.level, x.row};
       break;
     }
   }

@@ -181,6 +181,10 @@ SmallVec<SmallVec<int64_t>> eager_output_strides(const Program& p, const SmallVe
       if (!contiguous) out[I.a] = std::move(st);
     } else if (arity == 0) {
       reg[I.dst] = EagerLayout{};  // constants abstain
+    } else if (I.op == POp::MulAdd || I.op == POp::SubMul || I.op == POp::MulMul) {
+      // Two eager ops: inner(a, b), then outer with c, in eager's operand order (imm: c first).
+      const EagerLayout inner = iterator_result({&reg[I.a], &reg[I.b]}, D);
+      reg[I.dst] = I.imm != 0.f ? iterator_result({&reg[I.c], &inner}, D) : iterator_result({&inner, &reg[I.c]}, D);
     } else {
       SmallVec<const EagerLayout*> ops;
       for (int16_t r : {I.a, I.b, I.c})
