@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
+import inspect
 import os
 import re
 import sys
@@ -303,7 +304,10 @@ def _rename(text: str, old: str, new: str) -> str:
     return re.sub(rf"\b{old}\b", new, text)
 
 
-def write_repro(p: Program, detail: str, out_dir: str) -> str:
+def write_repro(p: Program, detail: str, out_dir: str, train: bool = False) -> str:
+    """A standalone script of the program and the five calls of _check (the fuzzer's own
+    _eager and _change_weights, copied in by their source). A --train failure is rerun by the
+    fuzzer itself (the script says how)."""
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, f"repro_seed{p.seed}.py")
     resized = "".join(_resized(p, k).source().split("def make_inputs(dtype):")[1].join(
@@ -311,10 +315,17 @@ def write_repro(p: Program, detail: str, out_dir: str) -> str:
     body = p.source() + resized + f'''
 
 # {p.describe()}
-# Found: {detail.splitlines()[0] if detail else ""}
-if __name__ == "__main__":
-    import copy
+# Found: {detail.splitlines()[0] if detail else ""}''' + (f"""
+# Found by --train: python tests/fuzz/fuzz.py --train --n 1 --seed {p.seed} reruns its training
+# steps; this script runs the inference calls only.""" if train else "") + f'''
+import copy  # noqa: E402
 
+
+{inspect.getsource(_eager)}
+
+{inspect.getsource(_change_weights)}
+
+if __name__ == "__main__":
     import fxcpp  # noqa: F401
     from torch._dynamo.utils import same
 
@@ -326,25 +337,14 @@ if __name__ == "__main__":
     with torch.no_grad():
         for call in ("first call", "second call", "call after the weights changed",
                      "call with a new first-dim size", "call with another first-dim size"):
-            if call == "call after the weights changed":  # as the fuzzer's _change_weights
-                g = torch.Generator().manual_seed({p.seed + 2})
-                for i, w in enumerate(model.parameters()):
-                    f = (torch.rand(w.shape, generator=g) + 0.5).to(w.dtype)
-                    if i % 4 == 0:
-                        w.data.mul_(f)
-                    elif i % 4 == 1:
-                        w.mul_(f)
-                    elif i % 4 == 2:
-                        w.copy_(w * f)
-                    else:
-                        w.data = w.data * f
+            if call == "call after the weights changed":
+                _change_weights(model, {p.seed})
             if "first-dim size" in call:
                 xs = (make_inputs_2 if "new" in call else make_inputs_5)(dtype)
             try:
-                ref = model(*[x.clone() for x in xs])
+                ref, ref64 = _eager(model, xs)
             except Exception:  # eager rejects the new size: so did the fuzzer
                 break
-            ref64 = copy.deepcopy(model).double()(*[x.double() for x in xs])
             res = compiled(*xs)
             good = all(same(r, c, fp64_ref=r64, tol={1e-3 if p.dtype == "fp32" else 1e-2}, equal_nan=True)
                        for r, c, r64 in zip(ref, res, ref64))
@@ -380,7 +380,7 @@ def run(n: int, seed: int, out_dir: str | None, verbose: bool = False, train: bo
             print(f"fallback seed {s}: {notes[0]}", flush=True)
         if status == "fail":
             small = shrink(p, train)
-            where = write_repro(small, detail, out_dir) if out_dir else ""
+            where = write_repro(small, detail, out_dir, train) if out_dir else ""
             failures.append((s, detail.splitlines()[0], small.describe(), where))
             print(f"FAIL seed {s}: {detail.splitlines()[0]}\n  shrunk: {small.describe()}\n  {where}", flush=True)
         elif verbose:
