@@ -5,7 +5,7 @@ reference for bf16/fp16), and its inputs must come back untouched. A failing pro
 shortest failing prefix, then statements dropped while it still fails) and written out as a
 standalone reproducer in tests/fuzz/repros/.
 
-    python tests/fuzz/fuzz.py --n 1000 [--seed 0] [--out tests/fuzz/repros]
+    python tests/fuzz/fuzz.py --n 1000 [--seed 0] [--grammar 2] [--train] [--out tests/fuzz/repros]
 
 `make fuzz N=...` runs it; `make test` runs a fixed-seed slice (tests/python/test_fuzz_slice.py).
 """
@@ -42,7 +42,7 @@ def check(p: Program, notes: list | None = None, train: bool = False) -> tuple[s
     """("ok" | "skip" | "fail" | "traced", detail). skip: eager itself raises on this program.
     train: two training steps (_check_train) instead of the inference calls.
     traced: values right, but an output's strides are those Dynamo traced, not eager's (see
-    _traced_output_strides). fxcpp's warnings (a fallback to the Interpreter or to ATen:
+    _output_strides). fxcpp's warnings (a fallback to the Interpreter or to ATen:
     correct, but not the intended path) are appended to `notes`."""
     import fxcpp  # noqa: F401 - registers the backend
 
@@ -76,7 +76,13 @@ def _check(p: Program) -> tuple[str, str]:
         except Exception as e:  # noqa: BLE001 - eager rejects the program: not ours to judge
             return "skip", f"eager raised {type(e).__name__}: {str(e)[:120]}"
         torch._dynamo.reset()
-        compiled = torch.compile(model, backend="fxcpp")
+        traced: list = []  # the output strides of each graph Dynamo hands fxcpp, as it traced them
+
+        def fxcpp_recording_strides(gm, example_inputs):
+            traced.append(_output_strides(gm))
+            return torch._dynamo.lookup_backend("fxcpp")(gm, example_inputs)
+
+        compiled = torch.compile(model, backend=fxcpp_recording_strides)
         traced_detail = ""
         calls = ["first call", "second call", "call after the weights changed",
                  "call with a new first-dim size", "call with another first-dim size"]
@@ -99,18 +105,21 @@ def _check(p: Program) -> tuple[str, str]:
                                    f"{traceback.format_exc()[-1500:]}"
                 if any(not torch.equal(a, b) and not (a.isnan() | b.isnan()).any() for a, b in zip(before, xs)):
                     return "fail", f"{call}: an input was mutated"
-                status, detail = _compare(p, model, xs, ref, res, ref64)
+                status, detail = _compare(p, ref, res, ref64, traced[-1] if traced else None)
                 if status == "fail":
                     return status, f"{call}: {detail}" if call != "first call" else detail
-                traced_detail = traced_detail or detail
+                traced_detail = traced_detail or (f"{call}: {detail}" if detail and call != "first call" else detail)
         finally:
             torch._dynamo.reset()
     return ("traced", traced_detail) if traced_detail else ("ok", "")
 
 
 def _resized(p: Program, extra: int) -> Program:
-    """The program with `extra` added to its inputs' first dim (same layouts, new values)."""
-    return dataclasses.replace(p, inputs=[(n, (sh[0] + extra,) + tuple(sh[1:]), lay) for n, sh, lay in p.inputs])
+    """The program with `extra` added to its inputs' first dim (same layouts, new values); a
+    lower-rank input that broadcasts against x0 (grammar 2) keeps its shape."""
+    rank = len(p.inputs[0][1])
+    return dataclasses.replace(p, inputs=[(n, (sh[0] + extra,) + tuple(sh[1:]) if len(sh) == rank else sh, lay)
+                                          for n, sh, lay in p.inputs])
 
 
 def _resized_inputs(p: Program, dtype, extra: int) -> list:
@@ -208,8 +217,10 @@ def _change_weights(model, seed: int) -> bool:
     return bool(params)
 
 
-def _compare(p: Program, model, xs, ref, res, ref64) -> tuple[str, str]:
-    """("ok" | "fail" | "traced", detail) for one call's outputs against eager's."""
+def _compare(p: Program, ref, res, ref64, traced_strides=None) -> tuple[str, str]:
+    """("ok" | "fail" | "traced", detail) for one call's outputs against eager's. traced_strides:
+    the output strides of the graph this call ran (the last one compiled), as Dynamo traced
+    them."""
     tol = 1e-3 if p.dtype == "fp32" else 1e-2
     traced_detail = ""
     for i, (r, c, r64) in enumerate(zip(ref, res, ref64)):
@@ -219,8 +230,7 @@ def _compare(p: Program, model, xs, ref, res, ref64) -> tuple[str, str]:
         # (dims of size 1 and empty tensors have no layout to speak of).
         if r.numel() and any(n > 1 and a != b for n, a, b in zip(r.shape, r.stride(), c.stride())):
             detail = f"output {i}: strides {c.stride()}, eager {r.stride()} (shape {tuple(r.shape)})"
-            traced = _traced_output_strides(model, xs)
-            if traced is None or i >= len(traced) or traced[i] != tuple(c.stride()):
+            if traced_strides is None or i >= len(traced_strides) or not _same_strides(traced_strides[i], c):
                 return "fail", detail
             traced_detail = detail + " = the strides Dynamo traced (FakeTensor's, not eager's)"
         if not same(r, c, fp64_ref=r64, tol=tol, equal_nan=True):
@@ -229,27 +239,31 @@ def _compare(p: Program, model, xs, ref, res, ref64) -> tuple[str, str]:
     return ("traced", traced_detail) if traced_detail else ("ok", "")
 
 
-def _traced_output_strides(model, xs) -> list | None:
-    """The output strides Dynamo's trace gives every backend (its FakeTensors'), or None where
-    its outputs do not map one for one onto the model's. PyTorch's FakeTensor propagation can
-    pick another layout than eager for a tensor whose strides fit two layouts (one channel):
-    a backend that returns the traced strides (Inductor does) then differs from eager there."""
-    got = []
+def _output_strides(gm) -> list | None:
+    """The output strides of a graph Dynamo traced (its FakeTensors'), or None where its outputs
+    do not map one for one onto the model's. PyTorch's FakeTensor propagation can pick another
+    layout than eager for a tensor whose strides fit two layouts (one channel), and its
+    dynamic-shape graph can pick another again: a backend that returns the traced strides
+    (Inductor does) then differs from eager there. A symbolic stride stays a SymInt."""
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    leaves = torch.utils._pytree.tree_leaves(out.args[0])
+    vals = [a.meta.get("example_value") if isinstance(a, torch.fx.Node) else None for a in leaves]
+    return [tuple(v.stride()) if isinstance(v, torch.Tensor) else None for v in vals]
 
-    def record(gm, example_inputs):
-        out = next(n for n in gm.graph.nodes if n.op == "output")
-        leaves = torch.utils._pytree.tree_leaves(out.args[0])
-        vals = [a.meta.get("example_value") if isinstance(a, torch.fx.Node) else None for a in leaves]
-        got.append([tuple(v.stride()) if isinstance(v, torch.Tensor) else None for v in vals])
-        return gm.forward
 
-    torch._dynamo.reset()
-    try:
-        with torch.no_grad():
-            torch.compile(model, backend=record)(*[x.clone() for x in xs])
-    finally:
-        torch._dynamo.reset()
-    return got[0] if len(got) == 1 else None
+def _same_strides(traced, c) -> bool:
+    """Whether c is laid out as Dynamo traced it, dims of size 1 left out as in _compare: the
+    same strides, or where a traced stride is symbolic (a product with a dynamic size, whose
+    value at this call the trace does not know), the same order of dims."""
+    if traced is None or len(traced) != c.dim():
+        return False
+    dims = [d for d in range(c.dim()) if c.shape[d] > 1]
+    if all(not isinstance(t, torch.SymInt) for t in traced):
+        return all(int(traced[d]) == c.stride(d) for d in dims)
+    hints = [t.node.hint if isinstance(t, torch.SymInt) else int(t) for t in traced]
+    if any(hints[d] is None for d in dims):
+        return False
+    return sorted(dims, key=lambda d: (-hints[d], d)) == sorted(dims, key=lambda d: (-c.stride(d), d))
 
 
 def _fails(p: Program, train: bool = False) -> bool:
@@ -316,7 +330,7 @@ def write_repro(p: Program, detail: str, out_dir: str, train: bool = False) -> s
 
 # {p.describe()}
 # Found: {detail.splitlines()[0] if detail else ""}''' + (f"""
-# Found by --train: python tests/fuzz/fuzz.py --train --n 1 --seed {p.seed} reruns its training
+# Found by --train: python tests/fuzz/fuzz.py --train --n 1 --seed {p.seed} --grammar {p.grammar} reruns its training
 # steps; this script runs the inference calls only.""" if train else "") + f'''
 import copy  # noqa: E402
 
@@ -347,7 +361,8 @@ if __name__ == "__main__":
                 break
             res = compiled(*xs)
             good = all(same(r, c, fp64_ref=r64, tol={1e-3 if p.dtype == "fp32" else 1e-2}, equal_nan=True)
-                       for r, c, r64 in zip(ref, res, ref64))
+                       and not (r.numel() and any(n > 1 and a != b for n, a, b in zip(r.shape, r.stride(), c.stride())))
+                       for r, c, r64 in zip(ref, res, ref64))  # eager's values and eager's layout
             print(call, "matches eager" if good else "DIFFERS from eager")
             ok = ok and good
     print("matches eager" if ok else "DIFFERS from eager")
@@ -358,14 +373,14 @@ if __name__ == "__main__":
 
 
 def run(n: int, seed: int, out_dir: str | None, verbose: bool = False, train: bool = False,
-        dtypes: tuple = tuple(DTYPES)) -> dict:
-    """Programs of seeds seed..seed+n-1 whose dtype is in `dtypes` (the others are counted
-    as left out)."""
+        dtypes: tuple = tuple(DTYPES), grammar: int = 1) -> dict:
+    """Programs of seeds seed..seed+n-1 of that grammar whose dtype is in `dtypes` (the others
+    are counted as left out)."""
     counts = {"ok": 0, "skip": 0, "fail": 0, "traced": 0, "left out": 0}
     failures, fallbacks, traced = [], [], []
     t0 = time.time()
     for s in range(seed, seed + n):
-        p = generate(s)
+        p = generate(s, grammar)
         if p.dtype not in dtypes:
             counts["left out"] += 1
             continue
@@ -400,9 +415,10 @@ def main(argv=None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--train", action="store_true", help="two training steps per program instead of inference calls")
     ap.add_argument("--dtypes", default=",".join(DTYPES), help="the programs of these dtypes only (default: all)")
+    ap.add_argument("--grammar", type=int, default=1, choices=(1, 2), help="grammar.py's generation (default: 1)")
     a = ap.parse_args(argv)
-    c = run(a.n, a.seed, a.out, a.verbose, a.train, tuple(a.dtypes.split(",")))
-    print(f"programs {a.n} (seeds {a.seed}..{a.seed + a.n - 1}): "
+    c = run(a.n, a.seed, a.out, a.verbose, a.train, tuple(a.dtypes.split(",")), a.grammar)
+    print(f"programs {a.n} (grammar {a.grammar}, seeds {a.seed}..{a.seed + a.n - 1}): "
           + (f"{c['left out']} of other dtypes left out, " if c["left out"] else "")
           + f"ok {c['ok']}, eager raised too {c['skip']}, "
           f"failed {c['fail']} in {c['seconds']} s; fxcpp warned (a correct fallback) on {len(c['fallbacks'])}; "

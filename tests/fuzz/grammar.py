@@ -4,6 +4,14 @@ with broadcasting, reductions, softmax / layer_norm / RMSNorm, views, slices, ca
 ops on intermediates, several outputs, and outputs that alias an input. Shapes include size-1
 and (rarely) empty dims; inputs may be transposed views or channels-last; fp32, bf16, fp16.
 
+Grammar 2 (`generate(seed, grammar=2)`) adds what transformers and modern CNNs write out op
+by op: casts to fp32 (`up`, which leaves the fp64 reference fp64) and back (T5's norm), reductions over other dims and var/std, a
+squeeze-excite gate, per-channel affine on 4-d values, rotary embeddings, gated MLPs, masked
+softmax (whole rows masked included), a matmul with an untransposed weight, addmm and baddbmm,
+column broadcasts from a slice, more unary and binary ops, layer_norm without affine,
+group_norm, dilated convolutions, avg-pool and nearest upsampling, and a second input of a
+lower rank that broadcasts. Grammar 1's seeds make the programs they always made.
+
 A program is data (statements over named values), so the fuzzer can shrink it; `source()`
 writes it as a standalone module that a reproducer file holds as it is.
 """
@@ -33,9 +41,10 @@ class Program:
     params: dict[str, tuple[tuple, str]]  # name -> (shape, init: randn | positive)
     stmts: list[Stmt]
     outputs: list[str]
+    grammar: int = 1
 
     def describe(self) -> str:
-        return f"seed {self.seed} {self.dtype}: " + "; ".join(f"{s.name} = {s.expr}" for s in self.stmts) + \
+        return f"seed {self.seed}{'' if self.grammar == 1 else f' grammar {self.grammar}'} {self.dtype}: " + "; ".join(f"{s.name} = {s.expr}" for s in self.stmts) + \
             f" -> {', '.join(self.outputs)}"
 
     def used_params(self) -> list[str]:
@@ -43,8 +52,10 @@ class Program:
         return [p for p in self.params if p in used]
 
     def source(self) -> str:
-        lines = ["import torch", "import torch.nn as nn", "import torch.nn.functional as F", "", "",
-                 "class Program(nn.Module):", "    def __init__(self):", "        super().__init__()",
+        lines = ["import torch", "import torch.nn as nn", "import torch.nn.functional as F", "", ""]
+        if self.grammar >= 2:  # .float(), except in the fp64 reference, which it would round to fp32
+            lines += ["def up(t):", "    return t.to(torch.promote_types(t.dtype, torch.float32))", "", ""]
+        lines += ["class Program(nn.Module):", "    def __init__(self):", "        super().__init__()",
                  f"        g = torch.Generator().manual_seed({self.seed})"]
         for p in self.used_params():
             shape, init = self.params[p]
@@ -73,9 +84,11 @@ class Program:
 
 
 class _Gen:
-    def __init__(self, seed: int):
+    def __init__(self, seed: int, grammar: int = 1):
         self.r = random.Random(seed)
         self.seed = seed
+        self.grammar = grammar
+        self.upcast: set[str] = set()  # grammar 2: values cast to fp32 in a low-precision program
         self.params: dict[str, tuple[tuple, str]] = {}
         self.stmts: list[Stmt] = []
         self.vals: dict[str, tuple] = {}  # value -> shape
@@ -94,6 +107,8 @@ class _Gen:
             after = after.replace("{v}", name)
         self.stmts.append(Stmt(name, expr, list(deps), tuple(shape), after))
         self.vals[name] = tuple(shape)
+        if any(d in self.upcast for d in deps) and not expr.endswith(".to(x0.dtype)"):
+            self.upcast.add(name)  # fp32 in, fp32 out (or the same dtype again: a no-op cast later)
         return name
 
     # One op on value v (shape s), chosen among those its shape allows.
@@ -112,7 +127,13 @@ class _Gen:
         if nd == 4:
             choices += ["conv", "conv", "bn", "pool"]
         choices += ["inplace"]
+        if self.grammar >= 2:
+            choices += self.choices_2(s)
         kind = r.choice(choices)
+        if kind in self.KINDS_2:
+            return self.step_2(kind, v)
+        if v in self.upcast and kind in ("linear", "bmm", "conv", "bn", "norm", "bcast_param"):
+            v = self.add(f"{v}.to(x0.dtype)", [v], s)  # back to the program's dtype before a weight
         if kind == "unary":
             f = r.choice(["torch.relu({})", "F.gelu({})", "F.gelu({}, approximate='tanh')", "F.silu({})",
                           "torch.sigmoid({})", "torch.tanh({})", "F.hardswish({})", "F.leaky_relu({}, 0.1)",
@@ -196,8 +217,155 @@ class _Gen:
             self.add(f"({v} * 1.5)", [v], s, after=f)
 
 
-def generate(seed: int) -> Program:
-    g = _Gen(seed)
+    # Grammar 2.
+    KINDS_2 = ("unary_2", "binary_2", "upcast", "downcast", "t5_norm", "reduce_dim", "var", "se_gate",
+               "per_channel", "rotary", "gated", "masked_softmax", "matmul_param", "addmm", "baddbmm",
+               "col_bcast", "ln_plain", "group_norm", "conv_dilated", "avg_pool", "upsample", "bcast_input")
+
+    def choices_2(self, s) -> list[str]:
+        nd = len(s)
+        c = ["unary_2", "unary_2", "binary_2", "binary_2", "upcast", "downcast"]
+        if nd >= 1:
+            c += ["gated", "col_bcast", "t5_norm", "var", "masked_softmax", "matmul_param", "ln_plain"]
+            if s[-1] >= 2 and s[-1] % 2 == 0:
+                c += ["rotary"]
+        if nd >= 2:
+            c += ["reduce_dim"]
+        if nd == 2:
+            c += ["addmm"]
+        if nd == 3:
+            c += ["baddbmm"]
+        if nd == 4:
+            c += ["se_gate", "per_channel", "per_channel", "conv_dilated", "avg_pool", "upsample"]
+            if s[1] % 2 == 0 and s[1] > 0:
+                c += ["group_norm"]
+        b = self.vals.get("x1", ())
+        if 0 < len(b) < nd and all(a in (1, d) for a, d in zip(b[::-1], s[::-1])):  # x1 broadcasts to s
+            c += ["bcast_input", "bcast_input"]
+        return c
+
+    def low(self, v: str, s) -> str:
+        """v in the program's dtype (a weight's): cast back where grammar 2 cast it up."""
+        return self.add(f"{v}.to(x0.dtype)", [v], s) if v in self.upcast else v
+
+    def step_2(self, kind: str, v: str) -> None:
+        s, r = self.vals[v], self.r
+        nd = len(s)
+        if kind == "unary_2":
+            f = r.choice(["torch.erf({})", "F.softplus({})", "F.mish({})", "F.hardsigmoid({})", "F.logsigmoid({})",
+                          "torch.sin({})", "torch.reciprocal({}.abs() + 1.0)", "torch.rsqrt({}.abs() + 1.0)",
+                          "{}.pow(2)", "{}.abs().pow(1.5)", "torch.square({})", "F.hardtanh({})", "torch.sign({})",
+                          "torch.floor({})", "{}.clamp(min=0.0)", "torch.expm1({}.clamp(max=4.0))",
+                          "F.dropout({}, 0.1, False)", "torch.log1p({}.abs())", "F.silu({}) * 1.0"])
+            self.add(f.format(v), [v], s)
+        elif kind == "binary_2":
+            same = [u for u, us in self.vals.items() if us == s and u != v]
+            u = r.choice(same) if same else v
+            f = r.choice(["({0} / ({1}.abs() + 1.0))", "torch.lerp({0}, {1}, 0.3)",
+                          "torch.addcmul({0}, {0}, {1}, value=0.5)", "torch.clamp({0}, min={1})",
+                          "(({0} > {1}).to({0}.dtype) * {1})", "torch.where({0} < {1}, {1}, 0.0)",
+                          "({0} * {1}.sigmoid())"])
+            self.add(f.format(v, u), [v, u], s)
+        elif kind == "upcast":
+            self.add(f"up({v})", [v], s)
+            self.upcast.add(self.stmts[-1].name)
+        elif kind == "downcast":
+            self.add(f"{v}.to(x0.dtype)", [v], s)
+        elif kind == "t5_norm":  # T5's / LLaMA's RMSNorm: statistics in fp32, scaled in the weight's dtype
+            w = self.param((s[-1],))
+            self.add(f"({w} * (up({v}) * torch.rsqrt(up({v}).pow(2).mean(-1, keepdim=True) + 1e-6))"
+                     f".to({w}.dtype))", [v], s)
+        elif kind == "reduce_dim":
+            d = r.randrange(nd)
+            op = r.choice(["sum", "mean", "amax", "amin"] if s[d] > 0 else ["sum", "mean"])
+            if r.random() < 0.6:
+                self.add(f"({v} - {v}.{op}({d}, keepdim=True))", [v], s)
+            else:
+                self.add(f"{v}.{op}({d})", [v], s[:d] + s[d + 1:])
+        elif kind == "var":
+            op = r.choice(["var", "std"])
+            if r.random() < 0.6:
+                self.add(f"(({v} - {v}.mean(-1, keepdim=True)) / ({v}.{op}(-1, keepdim=True) + 1e-5))", [v], s)
+            else:
+                self.add(f"{v}.{op}(-1, unbiased={r.choice([True, False])})", [v], s[:-1])
+        elif kind == "se_gate":
+            self.add(f"({v} * torch.sigmoid({v}.mean((2, 3), keepdim=True)))", [v], s)
+        elif kind == "per_channel":  # a folded BatchNorm's scale and shift, or a channel gate
+            c = s[1]
+            w, b = self.param((c,)), self.param((c,))
+            self.add(f"({v} * {w}.view(1, {c}, 1, 1) + {b}.view(1, {c}, 1, 1))", [v], s)
+        elif kind == "rotary":
+            k = s[-1] // 2
+            cos, sin = self.param((s[-1],)), self.param((s[-1],))
+            self.add(f"({v} * {cos} + torch.cat([-{v}[..., {k}:], {v}[..., :{k}]], -1) * {sin})", [v], s)
+        elif kind == "gated":  # SwiGLU / GeGLU: act(a) * b
+            same = [u for u, us in self.vals.items() if us == s and u != v]
+            if same and r.random() < 0.5:
+                u = r.choice(same)
+                act = r.choice(["F.silu", "F.gelu"])
+                self.add(f"({act}({v}) * {u})", [v, u], s)
+            else:
+                v = self.low(v, s)
+                n = self.dim()
+                w1, w2 = self.param((n, s[-1])), self.param((n, s[-1]))
+                self.add(f"(F.silu(F.linear({v}, {w1})) * F.linear({v}, {w2}))", [v], s[:-1] + (n,))
+        elif kind == "masked_softmax":
+            same = [u for u, us in self.vals.items() if us == s and u != v]
+            u = r.choice(same) if same else v
+            t = r.choice([1.0, -3.0])  # -3: few elements masked; 1.0: whole rows can be masked (NaN rows)
+            self.add(f"torch.softmax({v}.masked_fill({u} > {t}, float('-inf')), -1)", [v, u], s)
+        elif kind == "matmul_param":  # a weight stored [in, out]: no transpose in the graph
+            v = self.low(v, s)
+            n = self.dim()
+            w = self.param((s[-1], n))
+            self.add(f"({v} @ {w})", [v], s[:-1] + (n,))
+        elif kind == "addmm":
+            v = self.low(v, s)
+            n = self.dim()
+            w, b = self.param((s[-1], n)), self.param((n,))
+            self.add(f"torch.addmm({b}, {v}, {w}, beta={r.choice([1.0, 0.5])}, alpha={r.choice([1.0, 2.0])})",
+                     [v], (s[0], n))
+        elif kind == "baddbmm":
+            v = self.low(v, s)
+            self.add(f"torch.baddbmm({v}[..., :1], {v}, {v}.transpose(-1, -2), alpha=0.5)", [v], s[:-1] + (s[-2],))
+        elif kind == "col_bcast":  # a strided [.., 1] column broadcast over each row
+            f = r.choice(["({0} * {0}[..., :1])", "({0} + {0}[..., -1:])", "({0} - {0}[..., :1] * 0.5)"])
+            self.add(f.format(v), [v], s)
+        elif kind == "ln_plain":
+            v = self.low(v, s)
+            if r.random() < 0.5:
+                self.add(f"F.layer_norm({v}, ({s[-1]},))", [v], s)
+            else:
+                self.add(f"F.normalize({v}, dim=-1)", [v], s)
+        elif kind == "group_norm":
+            v = self.low(v, s)
+            c = s[1]
+            w, b = self.param((c,)), self.param((c,))
+            self.add(f"F.group_norm({v}, 2, {w}, {b})", [v], s)
+        elif kind == "conv_dilated":
+            v = self.low(v, s)
+            c, oc = s[1], self.dim()
+            w = self.param((oc, c, 3, 3))
+            b = self.param((oc,)) if r.random() < 0.5 else "None"
+            self.add(f"F.conv2d({v}, {w}, {b}, 1, 2, 2)", [v], (s[0], oc, s[2], s[3]))
+        elif kind == "avg_pool":
+            self.add(f"F.avg_pool2d({v}, 3, 1, 1)", [v], s)
+        elif kind == "upsample":
+            self.add(f"F.interpolate({v}, scale_factor=2.0, mode='nearest')", [v], (s[0], s[1], 2 * s[2], 2 * s[3]))
+        else:  # bcast_input: the lower-rank second input broadcast against v
+            f = r.choice(["({} + x1)", "({} * x1)", "torch.maximum({}, x1)", "torch.where(x1 > 0, {}, x1)"])
+            self.add(f.format(v), [v, "x1"], s)
+
+
+def _bcast_shape(r: random.Random, shape: tuple) -> tuple:
+    """A lower-rank shape that broadcasts against `shape` (its first dim dropped, which a new
+    batch size changes; some of the rest set to 1)."""
+    tail = shape[1:]
+    return tuple(1 if d > 1 and r.random() < 0.4 else d for d in tail)
+
+
+def generate(seed: int, grammar: int = 1) -> Program:
+    g = _Gen(seed, grammar)
     r = g.r
     dtype = r.choices(list(DTYPES), weights=[6, 3, 2])[0]
     kind = r.choice(["dense", "dense", "conv", "pointwise"])
@@ -216,8 +384,11 @@ def generate(seed: int) -> Program:
     inputs = [("x0", shape, layout)]
     g.vals["x0"] = shape
     if r.random() < 0.4:  # a second input of the same shape
-        inputs.append(("x1", shape, "contiguous"))
-        g.vals["x1"] = shape
+        x1 = shape
+        if grammar >= 2 and len(shape) >= 2 and r.random() < 0.5:
+            x1 = _bcast_shape(r, shape)
+        inputs.append(("x1", x1, "contiguous"))
+        g.vals["x1"] = x1
     for _ in range(r.randint(2, 9)):
         recent = list(g.vals)[-3:]
         g.step(r.choice(recent))
@@ -226,4 +397,4 @@ def generate(seed: int) -> Program:
         outs.append(r.choice(g.stmts[:-1]).name)
     if r.random() < 0.1:
         outs.append("x0")  # an output that is an input
-    return Program(seed, dtype, inputs, g.params, g.stmts, outs)
+    return Program(seed, dtype, inputs, g.params, g.stmts, outs, grammar)
