@@ -407,8 +407,8 @@ inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
     case P::Ceil: return un(I, [](Vec x) { return x.ceil(); });
     case P::Round: return un(I, [](Vec x) { return x.round(); });
     case P::Trunc: return un(I, [](Vec x) { return x.trunc(); });
-    case P::Sign:  // (0 < x) - (x < 0), NaN kept: eager's sign for floats
-      return un(I, [](Vec x) { return Vec::blendv(x.gt(Vec(0.f)) - x.lt(Vec(0.f)), x, x.isnan()); });
+    case P::Sign:  // (0 < x) - (x < 0): eager's sign for floats, 0 for NaN (both compares false) and -0
+      return un(I, [](Vec x) { return x.gt(Vec(0.f)) - x.lt(Vec(0.f)); });
     case P::IsNan: return un(I, [](Vec x) { return x.isnan() & Vec(1.f); });
     case P::Not: return un(I, [](Vec x) { return x.eq(Vec(0.f)); });
     case P::Square: return un(I, [](Vec x) { return x * x; });
