@@ -5,12 +5,13 @@ ops on intermediates, several outputs, and outputs that alias an input. Shapes i
 and (rarely) empty dims; inputs may be transposed views or channels-last; fp32, bf16, fp16.
 
 Grammar 2 (`generate(seed, grammar=2)`) adds what transformers and modern CNNs write out op
-by op: casts to fp32 (`up`, which leaves the fp64 reference fp64) and back (T5's norm), reductions over other dims and var/std, a
-squeeze-excite gate, per-channel affine on 4-d values, rotary embeddings, gated MLPs, masked
-softmax (whole rows masked included), a matmul with an untransposed weight, addmm and baddbmm,
-column broadcasts from a slice, more unary and binary ops, layer_norm without affine,
-group_norm, dilated convolutions, avg-pool and nearest upsampling, and a second input of a
-lower rank that broadcasts. Grammar 1's seeds make the programs they always made.
+by op: casts to fp32 (`up`, which leaves the fp64 reference fp64) and back (T5's norm),
+reductions over other dims and var/std, a squeeze-excite gate, per-channel affine on 4-d
+values, rotary embeddings, gated MLPs, masked softmax (whole rows masked included), a matmul
+with an untransposed weight, addmm and baddbmm, column broadcasts from a slice, more unary and
+binary ops, layer_norm without affine, group_norm, dilated convolutions, avg-pool and nearest
+upsampling, and a second input of a lower rank that broadcasts. Grammar 1's seeds make the
+programs they always made.
 
 A program is data (statements over named values), so the fuzzer can shrink it; `source()`
 writes it as a standalone module that a reproducer file holds as it is.
@@ -132,8 +133,8 @@ class _Gen:
         kind = r.choice(choices)
         if kind in self.KINDS_2:
             return self.step_2(kind, v)
-        if v in self.upcast and kind in ("linear", "bmm", "conv", "bn", "norm", "bcast_param"):
-            v = self.add(f"{v}.to(x0.dtype)", [v], s)  # back to the program's dtype before a weight
+        if kind in ("linear", "bmm", "conv", "bn", "norm", "bcast_param"):
+            v = self.low(v, s)  # back to the program's dtype before a weight
         if kind == "unary":
             f = r.choice(["torch.relu({})", "F.gelu({})", "F.gelu({}, approximate='tanh')", "F.silu({})",
                           "torch.sigmoid({})", "torch.tanh({})", "F.hardswish({})", "F.leaky_relu({}, 0.1)",
