@@ -5,7 +5,6 @@ grammar 2 (casts, other reductions, rotary, gated MLPs, masked softmax, broadcas
 two training steps of the fp32 programs of both. `make fuzz N=...` runs as many as asked.
 Also: the shrinker keeps a failure and drops what it does not need, and the reproducer it
 writes runs on its own."""
-import copy
 import os
 import subprocess
 import sys
@@ -99,6 +98,7 @@ def test_a_layout_neither_eager_nor_dynamo_gives_fails(monkeypatch):
         return run
 
     monkeypatch.setattr(torch._dynamo, "lookup_backend", lambda name: column_major if name == "fxcpp" else real(name))
+
     def transposable(q):  # fp32, its first output with two last dims longer than 1
         sh = q.stmts[-1].shape
         return q.dtype == "fp32" and len(sh) >= 2 and min(sh[-2:]) > 1 and 0 not in sh
