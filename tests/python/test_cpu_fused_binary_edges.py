@@ -28,6 +28,9 @@ BINARY = {
 }
 
 
+GRAPH_DIFFERS = {"addcdiv"}  # the ops whose decomposed graph is known to differ from eager (above)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("name", sorted(BINARY))
 def test_binary_op_on_edge_value_pairs_matches_eager(name, dtype):
@@ -52,6 +55,7 @@ def test_binary_op_on_edge_value_pairs_matches_eager(name, dtype):
         assert r.dtype == c.dtype
         if r.is_floating_point():  # where aot's graph itself gives another value, that value
             differs = (r.isnan() != g.isnan()) | (~r.isnan() & ~g.isnan() & (r != g) & (r.isinf() | g.isinf()))
+            assert not differs.any() or name in GRAPH_DIFFERS, f"{name}: aot's graph differs from eager at {a[differs]}"
             r = torch.where(differs, g, r)
         if r.dtype == torch.bool:
             bad = r != c
