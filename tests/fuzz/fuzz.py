@@ -30,6 +30,14 @@ from grammar import DTYPES, Program, generate  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+# _check's calls of one compiled model, in order (write_repro's script makes the same).
+CALLS = ("first call", "second call", "call after the weights changed",
+         "call with a new first-dim size", "call with another first-dim size")
+
+
+def _tol(dtype: str) -> float:
+    """The harness rule's tolerance: fp32 against eager, bf16/fp16 with the fp64 reference."""
+    return 1e-3 if dtype == "fp32" else 1e-2
 
 
 def instantiate(p: Program):
@@ -84,14 +92,12 @@ def _check(p: Program) -> tuple[str, str]:
 
         compiled = torch.compile(model, backend=fxcpp_recording_strides)
         traced_detail = ""
-        calls = ["first call", "second call", "call after the weights changed",
-                 "call with a new first-dim size", "call with another first-dim size"]
         try:
-            for call in calls:
+            for call in CALLS:
                 if call == "call after the weights changed" and not _change_weights(model, p.seed):
                     continue
                 if "first-dim size" in call:
-                    xs = _resized_inputs(p, dtype, 2 if call == calls[3] else 5)
+                    xs = _resized_inputs(p, dtype, 2 if call == CALLS[3] else 5)
                 if call != "first call":
                     try:
                         ref, ref64 = _eager(model, xs)
@@ -106,9 +112,11 @@ def _check(p: Program) -> tuple[str, str]:
                 if any(not torch.equal(a, b) and not (a.isnan() | b.isnan()).any() for a, b in zip(before, xs)):
                     return "fail", f"{call}: an input was mutated"
                 status, detail = _compare(p, ref, res, ref64, traced[-1] if traced else None)
+                if detail and call != "first call":
+                    detail = f"{call}: {detail}"
                 if status == "fail":
-                    return status, f"{call}: {detail}" if call != "first call" else detail
-                traced_detail = traced_detail or (f"{call}: {detail}" if detail and call != "first call" else detail)
+                    return status, detail
+                traced_detail = traced_detail or detail
         finally:
             torch._dynamo.reset()
     return ("traced", traced_detail) if traced_detail else ("ok", "")
@@ -138,7 +146,7 @@ def _check_train(p: Program) -> tuple[str, str]:
     xs = make_inputs(dtype)
     torch._dynamo.reset()
     compiled = torch.compile(mine, backend="fxcpp")
-    tol = 1e-3 if p.dtype == "fp32" else 1e-2
+    tol = _tol(p.dtype)
     try:
         for step in range(2):
             try:
@@ -221,14 +229,13 @@ def _compare(p: Program, ref, res, ref64, traced_strides=None) -> tuple[str, str
     """("ok" | "fail" | "traced", detail) for one call's outputs against eager's. traced_strides:
     the output strides of the graph this call ran (the last one compiled), as Dynamo traced
     them."""
-    tol = 1e-3 if p.dtype == "fp32" else 1e-2
+    tol = _tol(p.dtype)
     traced_detail = ""
     for i, (r, c, r64) in enumerate(zip(ref, res, ref64)):
         if r.shape != c.shape or r.dtype != c.dtype:
             return "fail", f"output {i}: {tuple(c.shape)} {c.dtype}, eager {tuple(r.shape)} {r.dtype}"
-        # Eager's layout too: a view the user (or aot's alias replay) takes of it depends on it
-        # (dims of size 1 and empty tensors have no layout to speak of).
-        if r.numel() and any(n > 1 and a != b for n, a, b in zip(r.shape, r.stride(), c.stride())):
+        # Eager's layout too: a view the user (or aot's alias replay) takes of it depends on it.
+        if _layout_differs(r, c):
             detail = f"output {i}: strides {c.stride()}, eager {r.stride()} (shape {tuple(r.shape)})"
             if traced_strides is None or i >= len(traced_strides) or not _same_strides(traced_strides[i], c):
                 return "fail", detail
@@ -237,6 +244,12 @@ def _compare(p: Program, ref, res, ref64, traced_strides=None) -> tuple[str, str
             err = (c.double() - r.double()).abs().max().item() if r.numel() else 0.0
             return "fail", f"output {i} differs from eager (max abs diff {err:.3g}, tol {tol})"
     return ("traced", traced_detail) if traced_detail else ("ok", "")
+
+
+def _layout_differs(r, c) -> bool:
+    """Whether c is laid out otherwise than eager's r (dims of size 1 and empty tensors have
+    no layout to speak of)."""
+    return bool(r.numel()) and any(n > 1 and a != b for n, a, b in zip(r.shape, r.stride(), c.stride()))
 
 
 def _output_strides(gm) -> list | None:
@@ -339,6 +352,8 @@ import copy  # noqa: E402
 
 {inspect.getsource(_change_weights)}
 
+{inspect.getsource(_layout_differs)}
+
 if __name__ == "__main__":
     import fxcpp  # noqa: F401
     from torch._dynamo.utils import same
@@ -349,8 +364,7 @@ if __name__ == "__main__":
     compiled = torch.compile(model, backend="fxcpp")
     ok = True
     with torch.no_grad():
-        for call in ("first call", "second call", "call after the weights changed",
-                     "call with a new first-dim size", "call with another first-dim size"):
+        for call in {CALLS!r}:
             if call == "call after the weights changed":
                 _change_weights(model, {p.seed})
             if "first-dim size" in call:
@@ -360,8 +374,7 @@ if __name__ == "__main__":
             except Exception:  # eager rejects the new size: so did the fuzzer
                 break
             res = compiled(*xs)
-            good = all(same(r, c, fp64_ref=r64, tol={1e-3 if p.dtype == "fp32" else 1e-2}, equal_nan=True)
-                       and not (r.numel() and any(n > 1 and a != b for n, a, b in zip(r.shape, r.stride(), c.stride())))
+            good = all(same(r, c, fp64_ref=r64, tol={_tol(p.dtype)}, equal_nan=True) and not _layout_differs(r, c)
                        for r, c, r64 in zip(ref, res, ref64))  # eager's values and eager's layout
             print(call, "matches eager" if good else "DIFFERS from eager")
             ok = ok and good
