@@ -54,3 +54,28 @@ def onednn_notes(model, *inputs):
     assert notes, report
     torch._dynamo.reset()
     return notes
+
+
+def assert_edge_values_match(name, r, c, inputs):
+    """fxcpp's c against eager's r on edge values (NaN, ±inf, signed zeros, denormals): NaN where
+    eager's is NaN and nowhere else, eager's infinities and no others, eager's zeros with their
+    signs (a denormal of the same sign counts: eager's bf16 erf flushes erf(1e-40) to 0, fxcpp's
+    keeps 1.8e-40), finite values close. `inputs`, indexed like r, name the failing elements."""
+    def at(bad):
+        return f"{name} at {[x[bad] for x in inputs]}: eager {r[bad]}, fxcpp {c[bad]}"
+
+    assert r.dtype == c.dtype, (name, r.dtype, c.dtype)
+    if r.dtype == torch.bool:
+        bad = r != c
+        assert not bad.any(), at(bad)
+        return
+    bad = r.isnan() != c.isnan()
+    assert not bad.any(), "NaN-ness differs: " + at(bad)
+    fin = ~r.isnan()
+    bad = fin & (r.isinf() | c.isinf()) & (r != c)
+    assert not bad.any(), "infinities differ: " + at(bad)
+    bad = fin & (r == 0) & ((c.float().abs() >= 1e-37) | (r.signbit() != c.signbit()))
+    assert not bad.any(), "zeros differ: " + at(bad)
+    ok = fin & ~r.isinf()
+    tol = dict(rtol=1e-5, atol=1e-6) if r.dtype == torch.float32 else dict(rtol=1.6e-2, atol=1e-5)
+    torch.testing.assert_close(c[ok], r[ok], **tol)
