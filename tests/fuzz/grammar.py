@@ -112,6 +112,10 @@ class _Gen:
             self.upcast.add(name)  # fp32 in, fp32 out (or the same dtype again: a no-op cast later)
         return name
 
+    def same_shaped(self, v: str) -> list[str]:
+        """The other values of v's shape (a binary op's second operand)."""
+        return [u for u, us in self.vals.items() if us == self.vals[v] and u != v]
+
     # One op on value v (shape s), chosen among those its shape allows.
     def step(self, v: str) -> None:
         s, r = self.vals[v], self.r
@@ -146,7 +150,7 @@ class _Gen:
             f = r.choice(["({} * {})", "({} + {})", "({} - {})", "({} / {})"])
             self.add(f.format(v, c), [v], s)
         elif kind == "binary":
-            same = [u for u, us in self.vals.items() if us == s and u != v]
+            same = self.same_shaped(v)
             u = r.choice(same) if same else v
             f = r.choice(["({} + {})", "({} * {})", "({} - {})", "torch.maximum({}, {})", "torch.minimum({}, {})",
                           "torch.where({0} > 0, {0}, {1})"])
@@ -260,7 +264,7 @@ class _Gen:
                           "F.dropout({}, 0.1, False)", "torch.log1p({}.abs())", "F.silu({}) * 1.0"])
             self.add(f.format(v), [v], s)
         elif kind == "binary_2":
-            same = [u for u, us in self.vals.items() if us == s and u != v]
+            same = self.same_shaped(v)
             u = r.choice(same) if same else v
             f = r.choice(["({0} / ({1}.abs() + 1.0))", "torch.lerp({0}, {1}, 0.3)",
                           "torch.addcmul({0}, {0}, {1}, value=0.5)", "torch.clamp({0}, min={1})",
@@ -300,7 +304,7 @@ class _Gen:
             cos, sin = self.param((s[-1],)), self.param((s[-1],))
             self.add(f"({v} * {cos} + torch.cat([-{v}[..., {k}:], {v}[..., :{k}]], -1) * {sin})", [v], s)
         elif kind == "gated":  # SwiGLU / GeGLU: act(a) * b
-            same = [u for u, us in self.vals.items() if us == s and u != v]
+            same = self.same_shaped(v)
             if same and r.random() < 0.5:
                 u = r.choice(same)
                 act = r.choice(["F.silu", "F.gelu"])
@@ -311,7 +315,7 @@ class _Gen:
                 w1, w2 = self.param((n, s[-1])), self.param((n, s[-1]))
                 self.add(f"(F.silu(F.linear({v}, {w1})) * F.linear({v}, {w2}))", [v], s[:-1] + (n,))
         elif kind == "masked_softmax":
-            same = [u for u, us in self.vals.items() if us == s and u != v]
+            same = self.same_shaped(v)
             u = r.choice(same) if same else v
             t = r.choice([1.0, -3.0])  # -3: few elements masked; 1.0: whole rows can be masked (NaN rows)
             self.add(f"torch.softmax({v}.masked_fill({u} > {t}, float('-inf')), -1)", [v, u], s)
