@@ -104,6 +104,69 @@ void fold_inner(std::vector<Expr>& ex, const std::vector<Out>& outputs, POp oute
   }
 }
 
+// Each expression's level again (reductions on its deepest path), after edits in place left
+// operands at higher indices than their readers.
+void recompute_levels(std::vector<Expr>& ex) {
+  std::vector<int> done(ex.size(), -1);
+  std::function<int(int)> level = [&](int e) {
+    if (done[e] >= 0) return done[e];
+    Expr& x = ex[e];
+    int l = 0;
+    if (x.op != POp::Load)
+      for (int o : {x.a, x.b, x.c})
+        if (o >= 0) l = std::max(l, level(o));
+    x.level = l + (is_reduction(x.op) ? 1 : 0);
+    return done[e] = x.level;
+  };
+  for (size_t e = 0; e < ex.size(); ++e) level(static_cast<int>(e));
+}
+
+// A row mean m = sum(v) / n that is subtracted from its own v (a variance, a layer_norm, a
+// standardization written out) is corrected by the sum of the centered values, c = sum(v - m),
+// accumulated beside the sum of squares: every reader of the mean reads m + c / n, and each
+// sum of squares of v - m becomes sum((v - m)^2) - c * c / n (not below 0). The corrected
+// two-pass algorithm (Chan, Golub & LeVeque, 1983): more accurate than the plain two-pass,
+// in no more passes. A row of equal values then has exactly its value as mean and a variance
+// of exactly 0, as eager's Welford kernels give; uncorrected, the mean's rounding (a few ulps)
+// came out as a nonzero std, and (v - mean) / (std + 1e-5) as values up to 0.1 where eager
+// gives 0 (fuzzer seed 7110 of grammar 2).
+void correct_centered_means(std::vector<Expr>& ex) {
+  const size_t n0 = ex.size();
+  auto push = [&](Expr e) {
+    ex.push_back(e);
+    return static_cast<int>(ex.size()) - 1;
+  };
+  auto row_op = [](POp op, int a, int b) { return Expr{op, a, b, -1, 0.f, 0, true}; };
+  bool changed = false;
+  for (size_t mi = 0; mi < n0; ++mi) {
+    const int m = static_cast<int>(mi);
+    const Expr mean = ex[m];
+    if (mean.op != POp::Div || ex[mean.a].op != POp::RSum || ex[mean.b].op != POp::Cols) continue;
+    const int v = ex[mean.a].a;
+    auto centered = [&](int d) { return d >= 0 && ex[d].op == POp::Sub && ex[d].a == v && ex[d].b == m; };
+    bool any = false;
+    for (size_t d = 0; d < n0; ++d) any = any || centered(static_cast<int>(d));
+    if (!any) continue;
+    const int m_old = push(mean);
+    const int d_old = push(Expr{POp::Sub, v, m_old, -1, 0.f, 0, ex[v].row});
+    const int c = push(Expr{POp::RSum, d_old, -1, -1, 0.f, 0, true});
+    const int cn = push(row_op(POp::Div, c, mean.b));
+    // Sums of squares of the centered values, from the uncorrected ones (the same pass as c).
+    for (size_t x = 0; x < n0; ++x) {
+      if (ex[x].op != POp::RSum || ex[ex[x].a].op != POp::Mul) continue;
+      const Expr sq = ex[ex[x].a];
+      if (sq.a != sq.b || !centered(sq.a)) continue;
+      const int s = push(Expr{POp::RSum, push(Expr{POp::Mul, d_old, d_old, -1, 0.f, 0, ex[v].row}), -1, -1, 0.f, 0, true});
+      Expr zero{POp::Const};
+      zero.row = true;
+      ex[x] = row_op(POp::Max, push(row_op(POp::Sub, s, push(row_op(POp::Mul, c, cn)))), push(zero));  // NaN stays NaN
+    }
+    ex[m] = row_op(POp::Add, m_old, cn);  // the centered values v - m now read the corrected mean
+    changed = true;
+  }
+  if (changed) recompute_levels(ex);
+}
+
 // Superinstructions: each does in one pass over the block what took two or three, with the
 // same arithmetic (MulAdd: one rounding instead of two, never less accurate).
 //   sum((a - b)^2), sum(a^2): no square is written just to be summed;
@@ -111,6 +174,7 @@ void fold_inner(std::vector<Expr>& ex, const std::vector<Out>& outputs, POp oute
 //     single-list program keeps them: exp is worth computing once);
 //   exp(a - b), (a - b) * c, a * b + c, (a * b) * c: where the inner value has no other reader.
 std::vector<Expr> rewrite(std::vector<Expr> ex, const std::vector<Out>& outputs, bool keep_exp) {
+  correct_centered_means(ex);
   std::vector<int> uses = count_uses(ex, outputs);
   Expr zero{POp::Const};  // appended first: nothing below may grow `ex` while it is walked
   zero.row = true;

@@ -1,0 +1,112 @@
+"""A fused row mean that is subtracted from its own values (var/std, layer_norm, a
+standardization written out) is corrected by the sum of the centered values (the corrected
+two-pass algorithm). A row of equal values then has exactly that value as its mean and a
+variance of exactly 0, as eager's Welford kernels give. Uncorrected, the mean's rounding came
+out as a nonzero std, and (v - mean) / (std + 1e-5) as values up to 0.1 where eager and fp64
+give 0. The fuzzer found it twice in grammar 2: seed 7110, a log_softmax of a constant row,
+kept in fp32 inside the group, where eager's bf16 rounding made its sum exact; and seed 8972,
+training through a standardized constant row."""
+import os
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch._dynamo.utils import same
+
+from fxcpp.explain import Report, recording
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fuzz"))
+import fuzz  # noqa: E402
+from grammar import generate  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _stats_of_log_softmax(x):
+    v = torch.log_softmax(x, -1)  # a constant row: every value -log(n), rarely a sum exact in fp32
+    m = v.mean(-1, keepdim=True)
+    return v.std(-1, keepdim=True), v.var(-1), v - m, (v - m) / (v.std(-1, keepdim=True) + 1e-5)
+
+
+def _mean_of_log_softmax(x):
+    v = torch.log_softmax(x, -1)
+    return v.mean(-1, keepdim=True), v.var(-1)
+
+
+def _compiled(fn, *args):
+    rec: list = []
+    with torch.no_grad(), recording(rec):
+        out = torch.compile(fn, backend="fxcpp")(*args)
+    rows = Report(rec).rows
+    assert {r.kernel for r in rows if r.op.startswith("aten::")} == {"cpu_fused"}, Report(rec)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("n", [7, 8, 100, 1000])
+def test_a_row_of_equal_values_has_that_mean_and_zero_variance(dtype, n):
+    # (The mean is returned by a group of its own: a bf16 value the group stores is read by
+    # its other members rounded, as eager reads it, and the fp32 values minus the rounded mean
+    # are no longer 0.)
+    x = torch.zeros(3, n, dtype=dtype)
+    s, var, centered, standardized = _compiled(_stats_of_log_softmax, x)
+    torch._dynamo.reset()
+    m, var_beside_mean = _compiled(_mean_of_log_softmax, x)
+    assert torch.equal(m, torch.log_softmax(x, -1)[:, :1])  # eager's value, exactly
+    for t in (s, var, var_beside_mean):
+        assert torch.equal(t, torch.zeros_like(t)), t
+    assert torch.equal(centered, torch.zeros_like(centered))
+    assert torch.equal(standardized, torch.zeros_like(standardized))  # fp64 gives exactly 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("value", [-2.0794415416798357, 1000.1, 12345.678])
+def test_layer_norm_of_equal_values_gives_its_bias(dtype, value):
+    """Eager gives exactly the bias. Uncorrected, fp32 rows of 2000.2 (1000.1 doubled) came out
+    0.1 from it, and of 24691.356 0.9: the mean's rounding error over sqrt(eps)."""
+    x = torch.full((4, 100), value).to(dtype)
+    w, b = torch.randn(100).to(dtype), torch.randn(100).to(dtype)
+    out = _compiled(lambda x, w, b: F.layer_norm(x * 2, (100,), w, b), x, w, b)  # * 2: exact, and a group
+    assert torch.equal(out, b.expand_as(out))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_variance_still_matches_eager_on_offset_and_spread_rows(dtype):
+    """The correction changes nothing but rounding: rows far from 0 (where a mean's rounding
+    matters most), rows with one outlier, tiny rows, a row of one value (var NaN as eager)."""
+    torch.manual_seed(0)
+    cases = [torch.randn(16, 300) * 1e-3 + 1e3, torch.randn(16, 300) * 10.0,
+             torch.cat([torch.randn(16, 299), torch.full((16, 1), 1e4)], 1), torch.randn(5, 2), torch.randn(4, 1)]
+
+    def fn(x):
+        x = x * 2  # exact; a lone var or layer_norm of an input is left to ATen's kernel
+        return (x.var(-1), x.std(-1, keepdim=True), F.layer_norm(x, (x.shape[-1],)),
+                (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + 1e-5))
+
+    for x in cases:
+        x = x.to(dtype)
+        torch._dynamo.reset()
+        got = _compiled(fn, x)
+        ref, ref64 = fn(x), fn(x.double())
+        tol = 1e-3 if dtype == torch.float32 else 1e-2
+        for r, g, r64 in zip(ref, got, ref64):
+            assert same(r, g, fp64_ref=r64, tol=tol, equal_nan=True), (x.shape, r, g)
+
+
+def test_the_fuzzer_programs_that_found_it():
+    status, detail = fuzz.check(generate(7110, 2))
+    assert status == "ok", detail
+
+
+def test_the_training_steps_of_a_standardized_constant_row():
+    """Seed 8972 of grammar 2: where(x1 > 0, x0, x1) with x1 of shape [1] makes a row of equal
+    values; std's backward divides its centered values by the std. Uncorrected, the forward
+    saved a std of a few ulps and the gradient of x1 came out 120 where eager's is ~0."""
+    status, detail = fuzz.check(generate(8972, 2), train=True)
+    assert status == "ok", detail
