@@ -1,0 +1,100 @@
+"""A/B of the corrected mean (commit 976484d: a fused row mean subtracted from its own values
+is corrected by the centered values' sum, one more accumulator in the variance's pass) against
+the commit before it, on the kernels it touches (layer_norm, a standardization written out,
+var) and on softmax, which it leaves alone (the control for drift).
+
+Two installs of fxcpp side by side: after `make build` at each commit, copy the installed
+package (`python -c "import fxcpp, os; print(os.path.dirname(fxcpp.__file__))"`) into
+DIR/fxcpp. Each round runs one process per install, alternating; a process times every
+kernel interleaved, 40 samples each after five settling calls. Reported: the median over
+rounds of each process's median, in ms, and after / before.
+
+    python benchmarks/results/centered-mean/ab.py BEFORE_DIR AFTER_DIR [rounds] > benchmarks/results/centered-mean/ab.txt
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+SHAPES = {"8192x768": (8192, 768), "256x16384": (256, 16384)}  # rows in a block; rows phased
+
+
+def kernels():
+    import torch
+    import torch.nn.functional as F
+
+    def ln_gelu_residual(x, r, w, b):  # the suite's probe
+        return F.gelu(F.layer_norm(x + r, (x.shape[-1],), w, b))
+
+    def standardize(x, r, w, b):
+        x = x + r
+        return (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + 1e-5)
+
+    def var(x, r, w, b):
+        return (x + r).var(-1)
+
+    def softmax(x, r, w, b):
+        return torch.softmax(x + r, -1)
+
+    return {"ln_gelu_residual": ln_gelu_residual, "standardize": standardize, "var": var, "softmax (control)": softmax}
+
+
+def child():
+    import torch
+
+    import fxcpp  # noqa: F401  (the install on PYTHONPATH)
+
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    fns = {}
+    for sname, (rows, cols) in SHAPES.items():
+        for dt, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+            args = [torch.randn(rows, cols).to(dtype), torch.randn(rows, cols).to(dtype),
+                    torch.randn(cols).to(dtype), torch.randn(cols).to(dtype)]
+            for kname, fn in kernels().items():
+                ns = {}  # a code object of its own per case: no walk over the others' cache entries
+                exec("def call(*a):\n    return fn(*a)", {"fn": fn}, ns)
+                f = torch.compile(ns["call"], backend="fxcpp")
+                fns[f"{kname}/{sname}/{dt}"] = (f, args)
+    samples = {k: [] for k in fns}
+    with torch.no_grad():
+        for f, args in fns.values():
+            for _ in range(5):
+                f(*args)
+        for _ in range(40):
+            for k, (f, args) in fns.items():
+                t0 = time.perf_counter()
+                f(*args)
+                samples[k].append((time.perf_counter() - t0) * 1e3)
+    print(json.dumps({k: statistics.median(v) for k, v in samples.items()}))
+
+
+def main():
+    before, after = sys.argv[1], sys.argv[2]
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    runs = {"before": [], "after": []}
+    for _ in range(rounds):
+        for label, d in (("before", before), ("after", after)):
+            env = dict(os.environ, PYTHONPATH=d)
+            out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, check=True)
+            runs[label].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    import torch
+
+    sys.path.insert(0, after)
+    from fxcpp import _C
+
+    print(f"host: {_C.host_info()['summary']}; torch {torch.__version__}; {rounds} rounds; median over rounds, ms")
+    print(f"command: python benchmarks/results/centered-mean/ab.py {' '.join(sys.argv[1:])}")
+    print("| kernel | shape | dtype | before | after | after / before |")
+    print("|---|---|---|---|---|---|")
+    for k in runs["before"][0]:
+        b = statistics.median(r[k] for r in runs["before"])
+        a = statistics.median(r[k] for r in runs["after"])
+        kname, sname, dt = k.split("/")
+        print(f"| {kname} | {sname} | {dt} | {b:.3f} | {a:.3f} | {a / b:.3f} |")
+
+
+if __name__ == "__main__":
+    child() if "--child" in sys.argv else main()
