@@ -1,7 +1,8 @@
 // The CPU fusion's op table. Each entry follows eager's own formula where results could
 // differ: clamp is max-then-min with NaN kept, pow by 2 is x*x, division by a rounding mode
-// only "trunc" (eager's floor division corrects a/b's rounding; refused), layer_norm's
-// variance is two-pass (mean first), softmax subtracts the row max.
+// only "trunc" (eager's floor division corrects a/b's rounding; refused), softmax subtracts
+// the row max. Variance (eager's Welford) is two-pass, mean first, the mean corrected by the
+// centered values' sum (program_builder.cpp): a row of equal values gives Welford's exact 0.
 #include "passes/fusion/cpu_ops.h"
 
 #include <cmath>
