@@ -21,13 +21,6 @@ import fuzz  # noqa: E402
 from grammar import generate  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _reset():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-
-
 def _stats_of_log_softmax(x):
     v = torch.log_softmax(x, -1)  # a constant row: every value -log(n), rarely a sum exact in fp32
     m = v.mean(-1, keepdim=True)
