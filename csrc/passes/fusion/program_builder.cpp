@@ -150,11 +150,12 @@ void correct_centered_means(std::vector<Expr>& ex) {
     if (x.op == POp::Sub && (ex[x.b].op == POp::RoundBf16 || ex[x.b].op == POp::RoundHalf) && is_mean_of(ex[x.b].a, x.a))
       x.b = ex[x.b].a;
   }
+  int zero = -1;  // one constant 0 for every clamped sum of squares
   bool changed = false;
   for (size_t mi = 0; mi < n0; ++mi) {
     const int m = static_cast<int>(mi);
     const Expr mean = ex[m];
-    if (mean.op != POp::Div || ex[mean.a].op != POp::RSum || ex[mean.b].op != POp::Cols) continue;
+    if (mean.op != POp::Div || !is_mean_of(m, ex[mean.a].a)) continue;
     const int v = ex[mean.a].a;
     auto centered = [&](int d) { return d >= 0 && ex[d].op == POp::Sub && ex[d].a == v && ex[d].b == m; };
     bool any = false;
@@ -170,9 +171,12 @@ void correct_centered_means(std::vector<Expr>& ex) {
       const Expr sq = ex[ex[x].a];
       if (sq.a != sq.b || !centered(sq.a)) continue;
       const int s = push(Expr{POp::RSum, push(Expr{POp::Mul, d_old, d_old, -1, 0.f, 0, ex[v].row}), -1, -1, 0.f, 0, true});
-      Expr zero{POp::Const};
-      zero.row = true;
-      ex[x] = row_op(POp::Max, push(row_op(POp::Sub, s, push(row_op(POp::Mul, c, cn)))), push(zero));  // NaN stays NaN
+      if (zero < 0) {
+        Expr z{POp::Const};
+        z.row = true;
+        zero = push(z);
+      }
+      ex[x] = row_op(POp::Max, push(row_op(POp::Sub, s, push(row_op(POp::Mul, c, cn)))), zero);  // NaN stays NaN
     }
     ex[m] = row_op(POp::Add, m_old, cn);  // the centered values v - m now read the corrected mean
     changed = true;
