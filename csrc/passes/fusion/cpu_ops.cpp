@@ -68,7 +68,7 @@ const std::unordered_map<std::string, Entry>& table() {
       m[s] = {Kind::Pointwise, true};
     for (const char* s : {"aten::_to_copy", "prims::convert_element_type"}) m[s] = {Kind::Pointwise, false, true};
     for (const char* s : {"aten::sum.dim_IntList", "aten::sum", "aten::mean.dim", "aten::mean", "aten::amax", "aten::amin",
-                          "aten::var.correction", "aten::std.correction"})
+                          "aten::var.correction", "aten::std.correction", "aten::var_mean.correction"})
       m[s] = {Kind::Reduction};
     for (const char* s : {"aten::_softmax", "aten::_log_softmax", "aten::native_layer_norm"}) m[s] = {Kind::Norm};
     for (const char* s : {"aten::view", "aten::_unsafe_view", "aten::reshape", "aten::unsqueeze", "aten::squeeze.dim",
@@ -187,7 +187,8 @@ std::optional<CpuOp> classify_cpu_op(const Node& n) {
     }
     op.row_dims = trailing(dims, r);
     if (op.row_dims == 0) return std::nullopt;
-    if ((k == "aten::var.correction" || k == "aten::std.correction") && !n.args[2].is_none() &&
+    if ((k == "aten::var.correction" || k == "aten::std.correction" || k == "aten::var_mean.correction") &&
+        !n.args[2].is_none() &&
         !const_number(n.args[2], a))
       return std::nullopt;
   }
@@ -291,11 +292,15 @@ std::vector<int> emit_cpu_op(const Node& n, ProgramBuilder& b, const ArgExpr& ar
   if (k == "aten::mean.dim" || k == "aten::mean") return {b.op(P::Div, b.reduce(P::RSum, x(0)), b.cols())};
   if (k == "aten::amax") return {b.reduce(P::RMax, x(0))};
   if (k == "aten::amin") return {b.reduce(P::RMin, x(0))};
-  if (k == "aten::var.correction" || k == "aten::std.correction") {
+  if (k == "aten::var.correction" || k == "aten::std.correction" || k == "aten::var_mean.correction") {
     const int v = x(0);
     const int mean = b.op(P::Div, b.reduce(P::RSum, v), b.cols());
     const int d = b.op(P::Sub, v, mean);
-    const int var = b.op(P::Div, b.reduce(P::RSum, b.op(P::Mul, d, d)), b.op(P::Sub, b.cols(), k1(num(2, 1))));
+    // Eager divides by max(n - correction, 0): a correction above the row's length gives inf
+    // (or NaN for a sum of squares of 0), not a negative variance.
+    const int divisor = b.op(P::Max, b.op(P::Sub, b.cols(), k1(num(2, 1))), k1(0));
+    const int var = b.op(P::Div, b.reduce(P::RSum, b.op(P::Mul, d, d)), divisor);
+    if (k == "aten::var_mean.correction") return {var, mean};
     return {k == "aten::var.correction" ? var : b.op(P::Sqrt, var)};
   }
   if (k == "aten::_softmax" || k == "aten::_log_softmax") {

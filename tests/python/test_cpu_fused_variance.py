@@ -1,0 +1,63 @@
+"""Variances in the CPU fused kernels: torch.var_mean (a custom norm's statistics) fuses with what
+reads it, a variance alone fuses too (ATen's var/std/var_mean accumulate Welford in double, one
+element at a time: ~18x slower than the fused kernel), and a correction larger than the row
+gives eager's inf / NaN, not a negative variance."""
+import pytest
+import torch
+
+import fxcpp
+from test_cpu_fused import DTYPES, compare, make_inputs
+
+
+def var_mean_norm(x, w):  # a LayerNorm written with torch.var_mean (timm's StdConv, custom norms)
+    v, m = torch.var_mean(x, -1, keepdim=True, unbiased=False)
+    return (x - m) * torch.rsqrt(v + 1e-5) * w
+
+
+CASES = {
+    "var_mean_norm": (var_mean_norm, [(24, 200), (200,)]),
+    "var_mean_alone": (lambda x: torch.var_mean(x, -1), [(12, 100)]),
+    "var_mean_two_dims_keepdim": (lambda x: torch.var_mean(x, (-2, -1), correction=0, keepdim=True), [(3, 5, 6, 7)]),
+    "std_alone": (lambda x: x.std(-1), [(16, 300)]),
+    "var_alone_keepdim": (lambda x: x.var(-1, keepdim=True, correction=0), [(4, 9, 33)]),
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_variance_fuses_and_matches_eager(name, dtype):
+    fn, shapes = CASES[name]
+    report, _, _ = compare(fn, make_inputs(shapes, DTYPES[dtype]))
+    assert len({r.group for r in report.rows if r.kernel == "cpu_fused"}) == 1, report
+
+
+def test_var_mean_is_one_kernel_with_its_readers():
+    report, _, _ = compare(var_mean_norm, make_inputs(CASES["var_mean_norm"][1], torch.float32))
+    ops = {r.op for r in report.rows if r.kernel == "cpu_fused"}
+    assert {"aten::var_mean.correction", "aten::sub.Tensor", "aten::rsqrt", "aten::mul.Tensor"} <= ops, report
+
+
+# A correction at or above the row's length: eager divides by max(n - correction, 0), so a
+# positive sum of squares gives inf and a zero one NaN. The fused kernel divided by n - correction
+# and gave negative values (-0.46 where eager gives inf) before it clamped the divisor.
+@pytest.mark.parametrize("cols, correction", [(2, 3), (2, 2), (1, 2), (5, 7.5), (4, 0)])
+@pytest.mark.parametrize("op", ["var", "std", "var_mean"])
+def test_correction_beyond_the_row(op, cols, correction):
+    def fn(x):
+        if op == "var_mean":
+            v, m = torch.var_mean(x, -1, correction=correction)
+            return v * 2 + m
+        return getattr(x, op)(-1, correction=correction) * 2 + 1
+
+    x = torch.randn(6, cols)
+    x[0] = 1.5  # a row of equal values: a sum of squares of 0
+    torch._dynamo.reset()
+    with torch.no_grad():
+        report = fxcpp.explain(fn, x)
+        torch._dynamo.reset()
+        res = torch.compile(fn, backend="fxcpp")(x)
+        ref = fn(x)
+    assert report.kernel_counts["cpu_fused"] > 0, report
+    assert torch.equal(ref.isnan(), res.isnan()) and torch.equal(ref.isinf(), res.isinf()), (ref, res)
+    fin = ref.isfinite()
+    torch.testing.assert_close(res[fin], ref[fin], rtol=1e-5, atol=1e-6)
