@@ -61,3 +61,56 @@ def test_correction_beyond_the_row(op, cols, correction):
     assert torch.equal(ref.isnan(), res.isnan()) and torch.equal(ref.isinf(), res.isinf()), (ref, res)
     fin = ref.isfinite()
     torch.testing.assert_close(res[fin], ref[fin], rtol=1e-5, atol=1e-6)
+
+
+def centered_values_returned(x):  # the centered values are read again: no pass may skip them
+    d = x - x.mean(-1, keepdim=True)
+    return d, (d * d).mean(-1)
+
+
+def centered_sums_returned(x):
+    d = x - x.mean(-1, keepdim=True)
+    return d.sum(-1), (d * d).sum(-1) + 1
+
+
+def two_variances(x, y):  # two means, two corrections, in one kernel
+    return x.var(-1, keepdim=True) * (x - y) + y.std(-1, keepdim=True)
+
+
+def var_then_norm(x):
+    v = x.var(-1, keepdim=True, correction=0)
+    return (x - x.mean(-1, keepdim=True)) * torch.rsqrt(v + 1e-6) + v
+
+
+# A variance's centered sums run in one pass (interp_rows.h, centered_sums) where the program
+# allows it: these programs put the centered values' other readers around that pass.
+SHARED = {
+    "centered_values_returned": (centered_values_returned, [(20, 130)]),
+    "centered_sums_returned": (centered_sums_returned, [(20, 130)]),
+    "two_variances": (two_variances, [(16, 100), (16, 100)]),
+    "var_then_norm": (var_then_norm, [(8, 4, 768)]),
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("name", sorted(SHARED))
+def test_centered_sums_with_other_readers(name, dtype):
+    fn, shapes = SHARED[name]
+    compare(fn, make_inputs(shapes, DTYPES[dtype]))
+
+
+@pytest.mark.parametrize("cols", [7, 16, 33, 768, 1000])
+@pytest.mark.parametrize("op", ["var", "std", "var_mean"])
+def test_a_variance_alone_of_equal_values_is_zero(op, cols):
+    x = torch.full((5, cols), 2000.2)
+    x[1] = -3.3e-3
+    fn = (lambda x: torch.var_mean(x, -1)) if op == "var_mean" else (lambda x: getattr(x, op)(-1))
+    torch._dynamo.reset()
+    with torch.no_grad():
+        assert fxcpp.explain(fn, x).kernel_counts["cpu_fused"] > 0
+        torch._dynamo.reset()
+        res = torch.compile(fn, backend="fxcpp")(x)
+    v = res[0] if op == "var_mean" else res
+    assert torch.equal(v, torch.zeros(5)), v
+    if op == "var_mean":
+        assert torch.equal(res[1], x[:, 0]), res[1]

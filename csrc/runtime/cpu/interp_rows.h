@@ -35,6 +35,7 @@ struct PRegs {
   std::vector<PReg> r;
   std::vector<int> slot;  // register -> buffer; slot.back() is the spare
   std::vector<float> red;  // a fused reduction's per-row results, until its register is free
+  std::vector<float> cen_sum, cen_sq;  // a variance's centered sums, until their instructions come
   int64_t fused = 0;       // blocks whose reduction ran fused, counted once per task
   void reset(int n) {
     buf.resize(static_cast<size_t>(n + 1) * kPackCap);
@@ -234,6 +235,84 @@ inline bool fused_with_reduction(PRegs& R, const PInstr& I, const PInstr& J, con
   }
 }
 
+// A variance's centered sums (program_builder's correct_centered_means):
+//   sub x a b; rsum c x   and   rsumsq s a b   (in either order)
+// with x read by nothing else and a, b the same values at both. Both sums in one pass over a
+// and b, x never written: the correction's pass was a third of a lone var's time.
+// partner[k] links the sub at k and its rsumsq both ways, else -1.
+inline bool reads_reg(const PInstr& Q, int r) {
+  if (Q.op == POp::Store || Q.op == POp::StoreRow) return Q.b == r;
+  if (Q.op == POp::Load || Q.op == POp::Const || Q.op == POp::Cols) return false;
+  return Q.a == r || Q.b == r || Q.c == r;
+}
+inline bool writes_reg(const PInstr& Q, int r) { return Q.op != POp::Store && Q.op != POp::StoreRow && Q.dst == r; }
+
+inline std::vector<int> centered_sum_partners(const std::vector<PInstr>& code) {
+  const int n = static_cast<int>(code.size());
+  std::vector<int> partner(code.size(), -1);
+  auto unchanged = [&](int from, int to, int r) {  // no instruction in (from, to) writes r
+    for (int q = from + 1; q < to; ++q)
+      if (writes_reg(code[q], r)) return false;
+    return true;
+  };
+  for (int k = 0; k + 1 < n; ++k) {
+    const PInstr &I = code[k], &J = code[k + 1];
+    if (I.op != POp::Sub || J.op != POp::RSum || J.a != I.dst || partner[k] >= 0) continue;
+    bool x_dead = J.dst == I.dst || k + 2 == n;  // x read after the rsum, before it is written again?
+    for (int q = k + 2; q < n && !x_dead; ++q) {
+      if (reads_reg(code[q], I.dst)) break;
+      x_dead = writes_reg(code[q], I.dst) || q == n - 1;
+    }
+    if (!x_dead) continue;
+    for (int q = 0; q < n; ++q) {
+      const PInstr& K = code[q];
+      if (K.op != POp::RSumSq || K.a != I.a || K.b != I.b || partner[q] >= 0 || q == k || q == k + 1) continue;
+      const bool ok = q < k ? K.dst != I.a && K.dst != I.b && unchanged(q, k, I.a) && unchanged(q, k, I.b)
+                            : I.dst != I.a && I.dst != I.b && J.dst != I.a && J.dst != I.b &&
+                                  unchanged(k + 1, q, I.a) && unchanged(k + 1, q, I.b);
+      if (!ok) continue;
+      partner[k] = q, partner[q] = k;
+      break;
+    }
+  }
+  return partner;
+}
+
+// sum(a - b) and sum((a - b)^2) per row into R.cen_sum and R.cen_sq. False where neither operand is
+// Rows (the instructions then run as written).
+inline bool centered_sums(PRegs& R, int ra, int rb, const PBlock& B) {
+  const PReg xa = R.r[ra], xb = R.r[rb];
+  if (xa.kind != PReg::Rows && xb.kind != PReg::Rows) return false;
+  R.cen_sum.resize(static_cast<size_t>(B.m));
+  R.cen_sq.resize(static_cast<size_t>(B.m));
+  for (int64_t j = 0; j < B.m; ++j) {
+    const RowOperand a = operand(xa, j), b = operand(xb, j);
+    Vec s0(0.f), s1(0.f), q0(0.f), q1(0.f);  // two chains each: an add waits on its own latency
+    int64_t i = 0;
+    for (; i + 2 * V <= B.L; i += 2 * V) {
+      const Vec d0 = get(a, i, V) - get(b, i, V), d1 = get(a, i + V, V) - get(b, i + V, V);
+      s0 = s0 + d0, s1 = s1 + d1;
+      q0 = q0 + d0 * d0, q1 = q1 + d1 * d1;
+    }
+    for (; i < B.L; i += V) {
+      const int64_t cnt = std::min<int64_t>(V, B.L - i);
+      const Vec d = Vec::set(Vec(0.f), get(a, i, cnt) - get(b, i, cnt), cnt);  // lanes past the row: 0
+      s0 = s0 + d, q0 = q0 + d * d;
+    }
+    auto add = [](Vec p, Vec q) { return p + q; };
+    R.cen_sum[static_cast<size_t>(j)] = at::vec::vec_reduce_all<float>(add, s0 + s1);
+    R.cen_sq[static_cast<size_t>(j)] = at::vec::vec_reduce_all<float>(add, q0 + q1);
+  }
+  ++R.fused;
+  return true;
+}
+
+inline void put_per_row(PRegs& R, int reg, const std::vector<float>& vals, int64_t m) {
+  float* d = R.own(reg);
+  std::copy(vals.begin(), vals.begin() + m, d);
+  R.r[reg] = PReg{PReg::PerRow, nullptr, 0, 0.f, d};
+}
+
 inline void pload(PRegs& R, int dst, c10::ScalarType t, const char* p, int64_t inner, int64_t row, const PBlock& B) {
   const int64_t es = static_cast<int64_t>(c10::elementSize(t));
   if (inner == 0 && row == 0) {
@@ -386,7 +465,8 @@ inline void pstore(const PReg& x, c10::ScalarType t, char* p, int64_t inner, int
   }
 }
 
-inline void run_packed_block(const std::vector<PInstr>& code, const FusedCall& c, PRegs& R, const PBlock& B) {
+inline void run_packed_block(const std::vector<PInstr>& code, const std::vector<int>& partner, const FusedCall& c, PRegs& R,
+                             const PBlock& B) {
   using P = POp;
   // An fp32 output contiguous along its rows is written in place by the instruction computing it.
   auto direct = [&](const PInstr& I) -> PDest {
@@ -396,8 +476,24 @@ inline void run_packed_block(const std::vector<PInstr>& code, const FusedCall& c
   auto un = [&](const PInstr& I, auto f) { apply<1>(R, I.dst, {I.a}, B, f, direct(I)); };
   auto bin = [&](const PInstr& I, auto f) { apply<2>(R, I.dst, {I.a, I.b}, B, f, direct(I)); };
   auto ter = [&](const PInstr& I, auto f) { apply<3>(R, I.dst, {I.a, I.b, I.c}, B, f, direct(I)); };
+  int pending = -1;  // the paired instruction whose sum waits in R.cen_sum or R.cen_sq
   for (size_t k = 0; k < code.size(); ++k) {
     const PInstr& I = code[k];
+    const int ki = static_cast<int>(k);
+    if (partner[k] >= 0) {
+      if (ki == pending) {  // the second of a pair: its sum is ready
+        if (I.op == POp::Sub) put_per_row(R, code[++k].dst, R.cen_sum, B.m);  // the rsum; x is never read
+        else put_per_row(R, I.dst, R.cen_sq, B.m);
+        pending = -1;
+        continue;
+      }
+      if (pending < 0 && partner[k] > ki && centered_sums(R, I.a, I.b, B)) {
+        if (I.op == POp::Sub) put_per_row(R, code[++k].dst, R.cen_sum, B.m);
+        else put_per_row(R, I.dst, R.cen_sq, B.m);
+        pending = partner[k];
+        continue;
+      }
+    }
     if (k + 1 < code.size() && fused_with_reduction(R, I, code[k + 1], B, direct(I))) {
       ++k;
       continue;
@@ -438,6 +534,10 @@ inline void run_rows_packed(const FusedCall& c) {
   const Program& p = *c.prog;
   const int64_t rows = c.sizes[0], L = c.sizes[1];
   const int64_t m_max = std::max<int64_t>(1, std::min<int64_t>(kPackCap / L, kPackRows / L));
+  const std::vector<int> single_pairs = centered_sum_partners(p.single);
+  std::vector<std::vector<int>> phase_pairs;
+  if (p.single.empty())
+    for (const auto& code : p.phases) phase_pairs.push_back(centered_sum_partners(code));
   bool prefetch = spends_long_per_block(p.single);
   if (p.single.empty())
     for (const auto& code : p.phases) prefetch |= spends_long_per_block(code);
@@ -472,9 +572,9 @@ inline void run_rows_packed(const FusedCall& c) {
       for (size_t k = 0; k < no; ++k)
         B.out[k] = static_cast<char*>(c.out[k].data) + r * B.out_row[k] * static_cast<int64_t>(c10::elementSize(c.out[k].dtype));
       if (!p.single.empty()) {
-        run_packed_block(p.single, c, R, B);  // whole rows: nothing recomputed between phases
+        run_packed_block(p.single, single_pairs, c, R, B);  // whole rows: nothing recomputed between phases
       } else {
-        for (const auto& code : p.phases) run_packed_block(code, c, R, B);
+        for (size_t ph = 0; ph < p.phases.size(); ++ph) run_packed_block(p.phases[ph], phase_pairs[ph], c, R, B);
       }
     }
     end_streams();
