@@ -289,7 +289,10 @@ class _Gen:
                 self.add(f"{v}.{op}({d})", [v], s[:d] + s[d + 1:])
         elif kind == "var":
             op = r.choice(["var", "std"])
-            if r.random() < 0.6:
+            standardize = r.random() < 0.6
+            if standardize and op == "var":  # the same values through torch.var_mean (no extra draw)
+                self.add(f"(lambda vm: ({v} - vm[1]) / (vm[0] + 1e-5))(torch.var_mean({v}, -1, keepdim=True))", [v], s)
+            elif standardize:
                 self.add(f"(({v} - {v}.mean(-1, keepdim=True)) / ({v}.{op}(-1, keepdim=True) + 1e-5))", [v], s)
             else:
                 self.add(f"{v}.{op}(-1, unbiased={r.choice([True, False])})", [v], s[:-1])
