@@ -1,0 +1,93 @@
+"""A/B of the centered sums in one pass (commit 55004f9: a variance's sum(v - m) and
+sum((v - m)^2) run in one pass over the block, where they took two) against the commit before
+it (30a7d3c), on the kernels that have a variance (a lone var, var_mean + its norm, a
+standardization written out, layer_norm + GELU + residual) and on softmax, which has none (the
+control for drift). [4096, 768], fp32 and bf16.
+
+Two installs side by side: after `make build` at each commit, copy the installed package
+(`python -c "import fxcpp, os; print(os.path.dirname(fxcpp.__file__))"`) into DIR/fxcpp. Each
+round runs one process per install, alternating; a process times every kernel interleaved, 40
+samples each after five settling calls. Reported: the median over rounds of each process's
+median, in ms, and after / before.
+
+    python benchmarks/results/var-mean/ab_paired.py BEFORE_DIR AFTER_DIR [rounds] > benchmarks/results/var-mean/ab_paired.txt
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def kernels():
+    import torch
+    import torch.nn.functional as F
+
+    def var_mean_norm(x, w, b):
+        v, m = torch.var_mean(x, -1, keepdim=True, unbiased=False)
+        return (x - m) * torch.rsqrt(v + 1e-5) * w
+
+    return {
+        "var": lambda x, w, b: x.var(-1),
+        "var_mean_norm": var_mean_norm,
+        "standardize": lambda x, w, b: (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + 1e-5),
+        "ln_gelu_residual": lambda x, w, b: x + F.gelu(F.layer_norm(x, (x.shape[-1],), w, b)),
+        "softmax (control)": lambda x, w, b: torch.softmax(x, -1),
+    }
+
+
+def child():
+    import torch
+
+    import fxcpp  # noqa: F401  (the install on PYTHONPATH)
+
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    fns = {}
+    for dt, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        args = [torch.randn(4096, 768).to(dtype), torch.randn(768).to(dtype), torch.randn(768).to(dtype)]
+        for kname, fn in kernels().items():
+            ns = {}  # a code object of its own per case: no walk over the others' cache entries
+            exec("def call(*a):\n    return fn(*a)", {"fn": fn}, ns)
+            fns[f"{kname}/{dt}"] = (torch.compile(ns["call"], backend="fxcpp"), args)
+    samples = {k: [] for k in fns}
+    with torch.no_grad():
+        for f, args in fns.values():
+            for _ in range(5):
+                f(*args)
+        for _ in range(40):
+            for k, (f, args) in fns.items():
+                t0 = time.perf_counter()
+                f(*args)
+                samples[k].append((time.perf_counter() - t0) * 1e3)
+    print(json.dumps({k: statistics.median(v) for k, v in samples.items()}))
+
+
+def main():
+    before, after = sys.argv[1], sys.argv[2]
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    runs = {"before": [], "after": []}
+    for _ in range(rounds):
+        for label, d in (("before", before), ("after", after)):
+            env = dict(os.environ, PYTHONPATH=d)
+            out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, check=True)
+            runs[label].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    import torch
+
+    sys.path.insert(0, after)
+    from fxcpp import _C
+
+    print(f"host: {_C.host_info()['summary']}; torch {torch.__version__}; {rounds} rounds; median over rounds, ms")
+    print(f"command: python benchmarks/results/var-mean/ab_paired.py {' '.join(sys.argv[1:])}")
+    print("| kernel | dtype | before | after | after / before |")
+    print("|---|---|---|---|---|")
+    for k in runs["before"][0]:
+        b = statistics.median(r[k] for r in runs["before"])
+        a = statistics.median(r[k] for r in runs["after"])
+        kname, dt = k.split("/")
+        print(f"| {kname} | {dt} | {b:.3f} | {a:.3f} | {a / b:.3f} |")
+
+
+if __name__ == "__main__":
+    child() if "--child" in sys.argv else main()
