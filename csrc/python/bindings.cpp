@@ -329,6 +329,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("cpu_fused_stats", [] {
     py::dict d;
     d["in_place"] = fxcpp::cpu::in_place_outputs();
+    d["streamed"] = fxcpp::cpu::streamed_outputs();
     d["fused_reductions"] = fxcpp::cpu::fused_reductions();
     const auto pool = fxcpp::buffer_pool_stats();
     d["pool_hits"] = pool.hits;

@@ -36,14 +36,15 @@ struct FusedCall {
   // Per output: it shares an input's buffer, so it is stored only after the block's last read
   // (never written directly by the instruction computing it).
   SmallVec<uint8_t> in_place;
-  // Per output: larger than the last-level cache, so written with streaming stores (no read
-  // for ownership, nothing evicted for data no one reads soon).
+  // Per output: written with streaming stores (no read for ownership, nothing evicted for data
+  // no one reads soon): the call moves more than half the last-level cache (fused_kernel.cpp).
   SmallVec<uint8_t> stream;
 };
 
 using Interpreter = void (*)(const FusedCall&);
 // Outputs written into a dying input's buffer, process-wide (tests).
 int64_t in_place_outputs();
+int64_t streamed_outputs();  // outputs written with streaming stores, counted per call
 // Row reductions computed in the pass of the op before them (interp_rows.h), for tests.
 void count_fused_reductions(int64_t n);
 int64_t fused_reductions();

@@ -64,6 +64,17 @@ inline void put(float* p, const Vec& v, bool stream) {
   v.store(p);
 }
 
+// The same for 2V bf16/fp16 values (one vector of 16-bit lanes: 64 bytes under AVX-512).
+template <typename T>
+inline void put16(T* p, const at::vec::Vectorized<T>& v, bool stream) {
+#if defined(CPU_CAPABILITY_AVX512)
+  if (stream && (reinterpret_cast<uintptr_t>(p) & 63) == 0) return _mm512_stream_si512(reinterpret_cast<__m512i*>(p), __m512i(v));
+#elif defined(CPU_CAPABILITY_AVX2)
+  if (stream && (reinterpret_cast<uintptr_t>(p) & 31) == 0) return _mm256_stream_si256(reinterpret_cast<__m256i*>(p), __m256i(v));
+#endif
+  v.store(p);
+}
+
 inline void end_streams() {
 #if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
   _mm_sfence();
@@ -202,10 +213,10 @@ inline void store(const Regs& R, int reg, c10::ScalarType t, char* p, int64_t st
   }
   if (stride == 1 && t == c10::kBFloat16) {
     auto* d = reinterpret_cast<c10::BFloat16*>(p);
-    for (; i + 2 * V <= n; i += 2 * V) at::vec::convert_float_bfloat16(Vec::loadu(a + i), Vec::loadu(a + i + V)).store(d + i);
+    for (; i + 2 * V <= n; i += 2 * V) put16(d + i, at::vec::convert_float_bfloat16(Vec::loadu(a + i), Vec::loadu(a + i + V)), stream);
   } else if (stride == 1 && t == c10::kHalf) {
     auto* d = reinterpret_cast<c10::Half*>(p);
-    for (; i + 2 * V <= n; i += 2 * V) at::vec::convert_float_half(Vec::loadu(a + i), Vec::loadu(a + i + V)).store(d + i);
+    for (; i + 2 * V <= n; i += 2 * V) put16(d + i, at::vec::convert_float_half(Vec::loadu(a + i), Vec::loadu(a + i + V)), stream);
   }
   for (; i < n; ++i) store_one(t, p + i * stride * es, a[i]);
 }

@@ -456,10 +456,11 @@ inline void pstore(const PReg& x, c10::ScalarType t, char* p, int64_t inner, int
     }
     if (inner == 1 && t == c10::kBFloat16) {
       auto* d = reinterpret_cast<c10::BFloat16*>(q);
-      for (; i + 2 * V <= B.L; i += 2 * V) at::vec::convert_float_bfloat16(Vec::loadu(a + i), Vec::loadu(a + i + V)).store(d + i);
+      for (; i + 2 * V <= B.L; i += 2 * V)
+        put16(d + i, at::vec::convert_float_bfloat16(Vec::loadu(a + i), Vec::loadu(a + i + V)), stream);
     } else if (inner == 1 && t == c10::kHalf) {
       auto* d = reinterpret_cast<c10::Half*>(q);
-      for (; i + 2 * V <= B.L; i += 2 * V) at::vec::convert_float_half(Vec::loadu(a + i), Vec::loadu(a + i + V)).store(d + i);
+      for (; i + 2 * V <= B.L; i += 2 * V) put16(d + i, at::vec::convert_float_half(Vec::loadu(a + i), Vec::loadu(a + i + V)), stream);
     }
     for (; i < B.L; ++i) store_one(t, q + i * inner * es, a[i]);
   }

@@ -1,0 +1,37 @@
+"""Streaming stores in cpu_fused: a call moving more than half the last-level cache writes its
+fresh fp32/bf16/fp16 outputs around the cache (fused_kernel.cpp, `streaming`). The values are
+those of ordinary stores: every path (pointwise blocks, packed short rows, long rows), rows
+whose starts are not aligned (those stores fall back to ordinary ones), and an output that also
+feeds the group's other members."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import fxcpp
+from fxcpp import _C
+from test_cpu_fused import compare
+
+# Sized so that inputs and outputs together pass half of any last-level cache up to 128 MiB.
+CASES = {
+    "pointwise": (lambda x: (x * 2.0 + 1.0).relu() - x, (4096, 4096)),
+    "packed_rows": (lambda x: torch.softmax(x * 0.5, -1), (8192, 2048)),
+    "packed_rows_unaligned": (lambda x: F.layer_norm(x + 1.0, (x.shape[-1],)) * 2.0, (8191, 2047)),
+    "long_rows": (lambda x: torch.softmax(x - 1.0, -1), (1024, 16384)),
+    "two_outputs": (lambda x: (lambda s: (s, F.gelu(F.layer_norm(s, (s.shape[-1],)))))(x * 2.0 + 1.0), (4096, 4100)),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_streamed_outputs_match_eager(name, dtype):
+    fn, shape = CASES[name]
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(0)).to(dtype)
+    before = _C.cpu_fused_stats()["streamed"]
+    compare(fn, [x])
+    assert _C.cpu_fused_stats()["streamed"] > before, "no output was streamed: the case tests nothing"
+
+
+def test_small_calls_do_not_stream():
+    before = _C.cpu_fused_stats()["streamed"]
+    compare(lambda x: torch.softmax(x * 0.5, -1), [torch.randn(64, 768)])
+    assert _C.cpu_fused_stats()["streamed"] == before
