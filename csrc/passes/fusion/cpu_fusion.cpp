@@ -323,8 +323,9 @@ class Fuser {
     // One op alone gains nothing from fusing: ATen's own kernel for it (a LayerNorm, a softmax,
     // a sum) is as fast or faster (benchmarks/results/cpu-fusion/). Except a variance: ATen's
     // var/std/var_mean accumulate Welford in double one element at a time (9.0 ms on
-    // [4096, 768] fp32, 2 threads; fused 0.5 ms: benchmarks/results/var-mean/).
-    if (grp.work < 2 && !(grp.work == 1 && std::any_of(grp.members.begin(), grp.members.end(), is_variance))) return false;
+    // [4096, 768] fp32, 2 threads; fused 0.3-0.5 ms: benchmarks/results/var-mean/).
+    const bool variance = std::any_of(grp.members.begin(), grp.members.end(), is_variance);
+    if (grp.work < 2 && !(grp.work == 1 && variance)) return false;
     // A row of zero elements (a reduction over an empty dim): ATen's kernels define what it
     // gives (sum 0, mean NaN, amax raises, softmax an empty result); the fused kernel does not.
     // Dynamo specializes size 0, so a zero row is always static here.

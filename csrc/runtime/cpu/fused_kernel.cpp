@@ -351,8 +351,9 @@ class CpuFusedKernel final : public Kernel {
   // A call moving more than half the last-level cache (its inputs and outputs together) writes
   // its fresh outputs with streaming stores: they would not stay cached for the next op, which
   // brings as many bytes of its own, and a store that misses reads the line first. 12.6 MB fp32
-  // outputs (LayerNorm+GELU, softmax, RMSNorm, a pointwise chain on [4096, 768]): 14-27% faster;
-  // BERT-base, GPT-2, ViT-B/16 batch 8 fp32 unchanged (benchmarks/results/streaming-stores/).
+  // outputs (LayerNorm+GELU, softmax, RMSNorm, a pointwise chain on [4096, 768]): 0.67-0.85x the
+  // time; BERT-base, GPT-2, ViT-B/16 batch 8 fp32 unchanged within noise
+  // (benchmarks/results/streaming-stores/).
   // (Before: only outputs larger than the whole cache, fp32 only.)
   static SmallVec<uint8_t> streaming(const SmallVec<at::Tensor>& in, const SmallVec<at::Tensor>& out,
                                      const SmallVec<uint8_t>& in_place) {
