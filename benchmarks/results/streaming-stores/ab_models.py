@@ -8,19 +8,18 @@ after three settling calls. Reported: the median over rounds of each process's m
 """
 import json
 import os
-import statistics
-import subprocess
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.append(ROOT)
+from benchmarks.ab_installs import alternate, header, time_interleaved  # noqa: E402
+
 MODELS = ["bert_base", "gpt2", "vit_b16"]
 
 
 def child():
     import torch
 
-    sys.path.insert(0, ROOT)
     import fxcpp  # noqa: F401  (the install on PYTHONPATH)
     from benchmarks import suite
 
@@ -32,40 +31,18 @@ def child():
         model, inputs = specs[name].build(8)
         compiled = torch.compile(model, backend="fxcpp")
         fns[name] = lambda c=compiled, i=inputs, s=specs[name]: suite.call(s, c, i)
-    samples = {k: [] for k in fns}
-    with torch.no_grad():
-        for f in fns.values():
-            for _ in range(3):
-                f()
-        for _ in range(8):
-            for k, f in fns.items():
-                t0 = time.perf_counter()
-                f()
-                samples[k].append((time.perf_counter() - t0) * 1e3)
-    print(json.dumps({k: statistics.median(v) for k, v in samples.items()}))
+    print(json.dumps(time_interleaved(fns, 8, 3)))
 
 
 def main():
     before, after = sys.argv[1], sys.argv[2]
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-    runs = {"before": [], "after": []}
-    for _ in range(rounds):
-        for label, d in (("before", before), ("after", after)):
-            env = dict(os.environ, PYTHONPATH=d)
-            out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, check=True)
-            runs[label].append(json.loads(out.stdout.strip().splitlines()[-1]))
-    import torch
-
-    sys.path.insert(0, after)
-    from fxcpp import _C
-
-    print(f"host: {_C.host_info()['summary']}; torch {torch.__version__}; {rounds} rounds; median over rounds, ms")
-    print(f"command: python benchmarks/results/streaming-stores/ab_models.py {' '.join(sys.argv[1:])}")
+    medians = alternate(__file__, before, after, rounds)
+    print(header(after, rounds, f"python benchmarks/results/streaming-stores/ab_models.py {' '.join(sys.argv[1:])}"))
     print("| model (batch 8, fp32) | before | after | after / before |")
     print("|---|---|---|---|")
     for k in MODELS:
-        b = statistics.median(r[k] for r in runs["before"])
-        a = statistics.median(r[k] for r in runs["after"])
+        b, a = medians[k]
         print(f"| {k} | {b:.1f} | {a:.1f} | {a / b:.3f} |")
 
 

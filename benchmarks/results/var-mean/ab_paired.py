@@ -14,10 +14,10 @@ median, in ms, and after / before.
 """
 import json
 import os
-import statistics
-import subprocess
 import sys
-import time
+
+sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+from benchmarks.ab_installs import alternate, header, time_interleaved  # noqa: E402
 
 
 def kernels():
@@ -51,42 +51,18 @@ def child():
             ns = {}  # a code object of its own per case: no walk over the others' cache entries
             exec("def call(*a):\n    return fn(*a)", {"fn": fn}, ns)
             fns[f"{kname}/{dt}"] = (torch.compile(ns["call"], backend="fxcpp"), args)
-    samples = {k: [] for k in fns}
-    with torch.no_grad():
-        for f, args in fns.values():
-            for _ in range(5):
-                f(*args)
-        for _ in range(40):
-            for k, (f, args) in fns.items():
-                t0 = time.perf_counter()
-                f(*args)
-                samples[k].append((time.perf_counter() - t0) * 1e3)
-    print(json.dumps({k: statistics.median(v) for k, v in samples.items()}))
+    print(json.dumps(time_interleaved({k: (lambda f=f, a=a: f(*a)) for k, (f, a) in fns.items()}, 40, 5)))
 
 
 def main():
     before, after = sys.argv[1], sys.argv[2]
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
-    runs = {"before": [], "after": []}
-    for _ in range(rounds):
-        for label, d in (("before", before), ("after", after)):
-            env = dict(os.environ, PYTHONPATH=d)
-            out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, check=True)
-            runs[label].append(json.loads(out.stdout.strip().splitlines()[-1]))
-    import torch
-
-    sys.path.insert(0, after)
-    from fxcpp import _C
-
-    print(f"host: {_C.host_info()['summary']}; torch {torch.__version__}; {rounds} rounds; median over rounds, ms")
-    print(f"command: python benchmarks/results/var-mean/ab_paired.py {' '.join(sys.argv[1:])}")
+    medians = alternate(__file__, before, after, rounds)
+    print(header(after, rounds, f"python benchmarks/results/var-mean/ab_paired.py {' '.join(sys.argv[1:])}"))
     print("| kernel | dtype | before | after | after / before |")
     print("|---|---|---|---|---|")
-    for k in runs["before"][0]:
-        b = statistics.median(r[k] for r in runs["before"])
-        a = statistics.median(r[k] for r in runs["after"])
-        kname, dt = k.split("/")
-        print(f"| {kname} | {dt} | {b:.3f} | {a:.3f} | {a / b:.3f} |")
+    for k, (b, a) in medians.items():
+        print(f"| {' | '.join(k.split('/'))} | {b:.3f} | {a:.3f} | {a / b:.3f} |")
 
 
 if __name__ == "__main__":

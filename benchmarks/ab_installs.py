@@ -1,0 +1,56 @@
+"""A/B of two fxcpp installs built side by side (the results scripts' shared loop).
+
+After `make build` at each commit, copy the installed package (`python -c "import fxcpp, os;
+print(os.path.dirname(fxcpp.__file__))"`) into DIR/fxcpp. Each round runs the calling script
+once per install with `--child`, alternating, PYTHONPATH pointing at that install; the child
+prints one JSON dict of medians (ms) as its last line. Reported per key: the median over rounds.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+
+def alternate(script: str, before: str, after: str, rounds: int) -> dict[str, tuple[float, float]]:
+    """{key: (before, after)}: each the median over rounds of the child's medians."""
+    runs = {"before": [], "after": []}
+    for _ in range(rounds):
+        for label, d in (("before", before), ("after", after)):
+            env = dict(os.environ, PYTHONPATH=d)
+            out = subprocess.run([sys.executable, script, "--child"], env=env, capture_output=True, text=True, check=True)
+            runs[label].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return {k: (statistics.median(r[k] for r in runs["before"]), statistics.median(r[k] for r in runs["after"]))
+            for k in runs["before"][0]}
+
+
+def header(after: str, rounds: int, command: str) -> str:
+    """The host (as the after install sees it), torch, the rounds and the command."""
+    import torch
+
+    sys.path.insert(0, after)
+    from fxcpp import _C
+
+    return (f"host: {_C.host_info()['summary']}; torch {torch.__version__}; {rounds} rounds; median over rounds, ms\n"
+            f"command: {command}")
+
+
+def time_interleaved(fns: dict, samples: int, settle: int) -> dict[str, float]:
+    """Median ms per key of fns ({key: zero-argument callable}), timed interleaved."""
+    import time
+
+    import torch
+
+    times = {k: [] for k in fns}
+    with torch.no_grad():
+        for f in fns.values():
+            for _ in range(settle):
+                f()
+        for _ in range(samples):
+            for k, f in fns.items():
+                t0 = time.perf_counter()
+                f()
+                times[k].append((time.perf_counter() - t0) * 1e3)
+    return {k: statistics.median(v) for k, v in times.items()}
