@@ -54,3 +54,20 @@ def time_interleaved(fns: dict, samples: int, settle: int) -> dict[str, float]:
                 f()
                 times[k].append((time.perf_counter() - t0) * 1e3)
     return {k: statistics.median(v) for k, v in times.items()}
+
+
+def table(medians: dict[str, tuple[float, float]], columns: list[str], fmt: str = ".3f") -> str:
+    """A markdown table: the key split at '/' into `columns`, then before, after, after / before."""
+    lines = [f"| {' | '.join(columns)} | before | after | after / before |", "|" + "---|" * (len(columns) + 3)]
+    for k, (b, a) in medians.items():
+        lines.append(f"| {' | '.join(k.split('/'))} | {b:{fmt}} | {a:{fmt}} | {a / b:.3f} |")
+    return "\n".join(lines)
+
+
+def main(script: str, command: str, columns: list[str], default_rounds: int = 5, fmt: str = ".3f") -> None:
+    """BEFORE_DIR AFTER_DIR [rounds] from the command line: alternate, then print the header and table."""
+    before, after = sys.argv[1], sys.argv[2]
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else default_rounds
+    medians = alternate(script, before, after, rounds)
+    print(header(after, rounds, f"python {command} {' '.join(sys.argv[1:])}"))
+    print(table(medians, columns, fmt))

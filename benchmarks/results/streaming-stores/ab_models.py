@@ -12,7 +12,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.append(ROOT)
-from benchmarks.ab_installs import alternate, header, time_interleaved  # noqa: E402
+from benchmarks.ab_installs import main as ab_main, time_interleaved  # noqa: E402
 
 MODELS = ["bert_base", "gpt2", "vit_b16"]
 
@@ -34,17 +34,5 @@ def child():
     print(json.dumps(time_interleaved(fns, 8, 3)))
 
 
-def main():
-    before, after = sys.argv[1], sys.argv[2]
-    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-    medians = alternate(__file__, before, after, rounds)
-    print(header(after, rounds, f"python benchmarks/results/streaming-stores/ab_models.py {' '.join(sys.argv[1:])}"))
-    print("| model (batch 8, fp32) | before | after | after / before |")
-    print("|---|---|---|---|")
-    for k in MODELS:
-        b, a = medians[k]
-        print(f"| {k} | {b:.1f} | {a:.1f} | {a / b:.3f} |")
-
-
 if __name__ == "__main__":
-    child() if "--child" in sys.argv else main()
+    child() if "--child" in sys.argv else ab_main(__file__, "benchmarks/results/streaming-stores/ab_models.py", ["model (batch 8, fp32)"], 3, ".1f")

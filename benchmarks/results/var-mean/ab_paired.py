@@ -17,7 +17,7 @@ import os
 import sys
 
 sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-from benchmarks.ab_installs import alternate, header, time_interleaved  # noqa: E402
+from benchmarks.ab_installs import main as ab_main, time_interleaved  # noqa: E402
 
 
 def kernels():
@@ -54,16 +54,5 @@ def child():
     print(json.dumps(time_interleaved({k: (lambda f=f, a=a: f(*a)) for k, (f, a) in fns.items()}, 40, 5)))
 
 
-def main():
-    before, after = sys.argv[1], sys.argv[2]
-    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
-    medians = alternate(__file__, before, after, rounds)
-    print(header(after, rounds, f"python benchmarks/results/var-mean/ab_paired.py {' '.join(sys.argv[1:])}"))
-    print("| kernel | dtype | before | after | after / before |")
-    print("|---|---|---|---|---|")
-    for k, (b, a) in medians.items():
-        print(f"| {' | '.join(k.split('/'))} | {b:.3f} | {a:.3f} | {a / b:.3f} |")
-
-
 if __name__ == "__main__":
-    child() if "--child" in sys.argv else main()
+    child() if "--child" in sys.argv else ab_main(__file__, "benchmarks/results/var-mean/ab_paired.py", ["kernel", "dtype"])
