@@ -39,7 +39,14 @@ struct FusedCall {
   // Per output: written with streaming stores (no read for ownership, nothing evicted for data
   // no one reads soon): the call moves more than half the last-level cache (fused_kernel.cpp).
   SmallVec<uint8_t> stream;
+  // prog->single's centered-sum pairs (interp_rows.h's centered_sums), or null: none.
+  const int* single_partners = nullptr;
 };
+
+// For each instruction of a row program, the index of the instruction it pairs with in a
+// variance's centered sums (`sub x a b; rsum c x` and `rsumsq s a b`, either order), else -1.
+// A property of the program alone: found once per kernel.
+std::vector<int> centered_sum_partners(const std::vector<PInstr>& code);
 
 using Interpreter = void (*)(const FusedCall&);
 // Outputs written into a dying input's buffer, process-wide (tests).

@@ -36,6 +36,45 @@ static std::atomic<int64_t> g_fused_reductions{0};
 void count_fused_reductions(int64_t n) { g_fused_reductions.fetch_add(n, std::memory_order_relaxed); }
 int64_t fused_reductions() { return g_fused_reductions.load(); }
 
+// Either order is allowed; x must be dead after the rsum; a and b unchanged in between.
+static bool reads_reg(const PInstr& Q, int r) {
+  if (Q.op == POp::Store || Q.op == POp::StoreRow) return Q.b == r;
+  if (Q.op == POp::Load || Q.op == POp::Const || Q.op == POp::Cols) return false;
+  return Q.a == r || Q.b == r || Q.c == r;
+}
+static bool writes_reg(const PInstr& Q, int r) { return Q.op != POp::Store && Q.op != POp::StoreRow && Q.dst == r; }
+
+std::vector<int> centered_sum_partners(const std::vector<PInstr>& code) {
+  const int n = static_cast<int>(code.size());
+  std::vector<int> partner(code.size(), -1);
+  auto unchanged = [&](int from, int to, int r) {  // no instruction in (from, to) writes r
+    for (int q = from + 1; q < to; ++q)
+      if (writes_reg(code[q], r)) return false;
+    return true;
+  };
+  for (int k = 0; k + 1 < n; ++k) {
+    const PInstr &I = code[k], &J = code[k + 1];
+    if (I.op != POp::Sub || J.op != POp::RSum || J.a != I.dst || partner[k] >= 0) continue;
+    bool x_dead = J.dst == I.dst || k + 2 == n;  // x read after the rsum, before it is written again?
+    for (int q = k + 2; q < n && !x_dead; ++q) {
+      if (reads_reg(code[q], I.dst)) break;
+      x_dead = writes_reg(code[q], I.dst) || q == n - 1;
+    }
+    if (!x_dead) continue;
+    for (int q = 0; q < n; ++q) {
+      const PInstr& K = code[q];
+      if (K.op != POp::RSumSq || K.a != I.a || K.b != I.b || partner[q] >= 0 || q == k || q == k + 1) continue;
+      const bool ok = q < k ? K.dst != I.a && K.dst != I.b && unchanged(q, k, I.a) && unchanged(q, k, I.b)
+                            : I.dst != I.a && I.dst != I.b && J.dst != I.a && J.dst != I.b &&
+                                  unchanged(k + 1, q, I.a) && unchanged(k + 1, q, I.b);
+      if (!ok) continue;
+      partner[k] = q, partner[q] = k;
+      break;
+    }
+  }
+  return partner;
+}
+
 }  // namespace cpu
 
 namespace {
@@ -238,7 +277,8 @@ void coalesce(Layout& L, size_t lo, size_t hi, Layout& out) {
 
 class CpuFusedKernel final : public Kernel {
  public:
-  explicit CpuFusedKernel(const Node& n) : prog_(n.program), run_(cpu::select_interpreter()) {
+  explicit CpuFusedKernel(const Node& n)
+      : prog_(n.program), run_(cpu::select_interpreter()), single_partners_(cpu::centered_sum_partners(prog_->single)) {
     for (const auto& ph : prog_->phases)
       for (const PInstr& i : ph) has_minmax_ |= i.op == POp::RMax || i.op == POp::RMin;
   }
@@ -338,6 +378,8 @@ class CpuFusedKernel final : public Kernel {
       call.stream = streaming(in, out, in_place);
       if (call.ndim < 0) throw std::logic_error("cpu_fused: rows still do not merge after making inputs contiguous");
     }
+    for (uint8_t st : call.stream)  // counted once per call, whichever layout ran
+      if (st) ++cpu::g_streamed;
     run_(call);
     for (auto& [eager_layout, computed] : laid_out) {
       eager_layout.copy_(computed);
@@ -363,7 +405,7 @@ class CpuFusedKernel final : public Kernel {
     SmallVec<uint8_t> s(out.size(), 0);
     if (2 * total < last_level_cache_bytes()) return s;
     for (size_t k = 0; k < out.size(); ++k)
-      if (!in_place[k] && out[k].element_size() >= 2) s[k] = 1, ++cpu::g_streamed;  // fp32, bf16, fp16 (not bool)
+      s[k] = !in_place[k] && out[k].element_size() >= 2;  // fp32, bf16, fp16 (not bool)
     return s;
   }
 
@@ -378,6 +420,7 @@ class CpuFusedKernel final : public Kernel {
     FusedCall c;
     c.prog = &p;
     c.rows = p.row_dims > 0;
+    c.single_partners = single_partners_.empty() ? nullptr : single_partners_.data();
     Layout L;
     L.sizes = D;
     if (L.sizes.empty()) L.sizes = {1};  // a 0-d domain: one element
@@ -417,6 +460,7 @@ class CpuFusedKernel final : public Kernel {
 
   std::shared_ptr<const Program> prog_;
   cpu::Interpreter run_;
+  std::vector<int> single_partners_;  // after prog_: built from it
   bool has_minmax_ = false;
 };
 

@@ -237,46 +237,9 @@ inline bool fused_with_reduction(PRegs& R, const PInstr& I, const PInstr& J, con
 
 // A variance's centered sums (program_builder's correct_centered_means):
 //   sub x a b; rsum c x   and   rsumsq s a b   (in either order)
-// with x read by nothing else and a, b the same values at both. Both sums in one pass over a
-// and b, x never written: the correction's pass was a third of a lone var's time.
-// partner[k] links the sub at k and its rsumsq both ways, else -1.
-inline bool reads_reg(const PInstr& Q, int r) {
-  if (Q.op == POp::Store || Q.op == POp::StoreRow) return Q.b == r;
-  if (Q.op == POp::Load || Q.op == POp::Const || Q.op == POp::Cols) return false;
-  return Q.a == r || Q.b == r || Q.c == r;
-}
-inline bool writes_reg(const PInstr& Q, int r) { return Q.op != POp::Store && Q.op != POp::StoreRow && Q.dst == r; }
-
-inline std::vector<int> centered_sum_partners(const std::vector<PInstr>& code) {
-  const int n = static_cast<int>(code.size());
-  std::vector<int> partner(code.size(), -1);
-  auto unchanged = [&](int from, int to, int r) {  // no instruction in (from, to) writes r
-    for (int q = from + 1; q < to; ++q)
-      if (writes_reg(code[q], r)) return false;
-    return true;
-  };
-  for (int k = 0; k + 1 < n; ++k) {
-    const PInstr &I = code[k], &J = code[k + 1];
-    if (I.op != POp::Sub || J.op != POp::RSum || J.a != I.dst || partner[k] >= 0) continue;
-    bool x_dead = J.dst == I.dst || k + 2 == n;  // x read after the rsum, before it is written again?
-    for (int q = k + 2; q < n && !x_dead; ++q) {
-      if (reads_reg(code[q], I.dst)) break;
-      x_dead = writes_reg(code[q], I.dst) || q == n - 1;
-    }
-    if (!x_dead) continue;
-    for (int q = 0; q < n; ++q) {
-      const PInstr& K = code[q];
-      if (K.op != POp::RSumSq || K.a != I.a || K.b != I.b || partner[q] >= 0 || q == k || q == k + 1) continue;
-      const bool ok = q < k ? K.dst != I.a && K.dst != I.b && unchanged(q, k, I.a) && unchanged(q, k, I.b)
-                            : I.dst != I.a && I.dst != I.b && J.dst != I.a && J.dst != I.b &&
-                                  unchanged(k + 1, q, I.a) && unchanged(k + 1, q, I.b);
-      if (!ok) continue;
-      partner[k] = q, partner[q] = k;
-      break;
-    }
-  }
-  return partner;
-}
+// with x read by nothing else and a, b the same values at both run in one pass over a and b,
+// x never written: the correction's pass was a third of a lone var's time. The pairs are
+// found once per kernel (centered_sum_partners, fused_kernel.cpp).
 
 // sum(a - b) and sum((a - b)^2) per row into R.cen_sum and R.cen_sq. False where neither operand is
 // Rows (the instructions then run as written).
@@ -466,7 +429,7 @@ inline void pstore(const PReg& x, c10::ScalarType t, char* p, int64_t inner, int
   }
 }
 
-inline void run_packed_block(const std::vector<PInstr>& code, const std::vector<int>& partner, const FusedCall& c, PRegs& R,
+inline void run_packed_block(const std::vector<PInstr>& code, const int* partner, const FusedCall& c, PRegs& R,
                              const PBlock& B) {
   using P = POp;
   // An fp32 output contiguous along its rows is written in place by the instruction computing it.
@@ -481,7 +444,7 @@ inline void run_packed_block(const std::vector<PInstr>& code, const std::vector<
   for (size_t k = 0; k < code.size(); ++k) {
     const PInstr& I = code[k];
     const int ki = static_cast<int>(k);
-    if (partner[k] >= 0) {
+    if (partner && partner[k] >= 0) {
       if (ki == pending) {  // the second of a pair: its sum is ready
         if (I.op == POp::Sub) put_per_row(R, code[++k].dst, R.cen_sum, B.m);  // the rsum; x is never read
         else put_per_row(R, I.dst, R.cen_sq, B.m);
@@ -535,10 +498,6 @@ inline void run_rows_packed(const FusedCall& c) {
   const Program& p = *c.prog;
   const int64_t rows = c.sizes[0], L = c.sizes[1];
   const int64_t m_max = std::max<int64_t>(1, std::min<int64_t>(kPackCap / L, kPackRows / L));
-  const std::vector<int> single_pairs = centered_sum_partners(p.single);
-  std::vector<std::vector<int>> phase_pairs;
-  if (p.single.empty())
-    for (const auto& code : p.phases) phase_pairs.push_back(centered_sum_partners(code));
   bool prefetch = spends_long_per_block(p.single);
   if (p.single.empty())
     for (const auto& code : p.phases) prefetch |= spends_long_per_block(code);
@@ -573,9 +532,9 @@ inline void run_rows_packed(const FusedCall& c) {
       for (size_t k = 0; k < no; ++k)
         B.out[k] = static_cast<char*>(c.out[k].data) + r * B.out_row[k] * static_cast<int64_t>(c10::elementSize(c.out[k].dtype));
       if (!p.single.empty()) {
-        run_packed_block(p.single, single_pairs, c, R, B);  // whole rows: nothing recomputed between phases
+        run_packed_block(p.single, c.single_partners, c, R, B);  // whole rows: nothing recomputed between phases
       } else {
-        for (size_t ph = 0; ph < p.phases.size(); ++ph) run_packed_block(p.phases[ph], phase_pairs[ph], c, R, B);
+        for (const auto& code : p.phases) run_packed_block(code, nullptr, c, R, B);  // pointwise: no reduction
       }
     }
     end_streams();
