@@ -92,11 +92,6 @@ bool has_side_effects(const Node& n) {
   return s.is_mutable() || s.returns().empty() || n.op->hasTag(at::Tag::nondeterministic_seeded);
 }
 
-bool is_variance(const Node* n) {
-  const std::string name = n->schema().name();
-  return name == "aten::var" || name == "aten::std" || name == "aten::var_mean";
-}
-
 bool counts_as_work(const Node& n, const CpuOp& op) {
   if (op.kind == CpuOp::Kind::View) return false;
   const std::string name = n.schema().name();
@@ -324,8 +319,9 @@ class Fuser {
     // a sum) is as fast or faster (benchmarks/results/cpu-fusion/). Except a variance: ATen's
     // var/std/var_mean accumulate Welford in double one element at a time (9.0 ms on
     // [4096, 768] fp32, 2 threads; fused 0.3-0.5 ms: benchmarks/results/var-mean/).
-    const bool variance = std::any_of(grp.members.begin(), grp.members.end(), is_variance);
-    if (grp.work < 2 && !(grp.work == 1 && variance)) return false;
+    const bool variance =
+        std::any_of(grp.members.begin(), grp.members.end(), [](const Node* m) { return is_variance(*m); });
+    if (grp.work < 2 && !variance) return false;
     // A row of zero elements (a reduction over an empty dim): ATen's kernels define what it
     // gives (sum 0, mean NaN, amax raises, softmax an empty result); the fused kernel does not.
     // Dynamo specializes size 0, so a zero row is always static here.

@@ -84,6 +84,10 @@ std::string key_of(const Node& n) {
   return s.overload_name().empty() ? s.name() : s.name() + "." + s.overload_name();
 }
 
+bool is_variance_key(const std::string& k) {
+  return k == "aten::var.correction" || k == "aten::std.correction" || k == "aten::var_mean.correction";
+}
+
 bool const_string(const Arg& a, std::string& out) {
   if (a.kind != Arg::Kind::Const || !a.constant.isString()) return false;
   out = a.constant.toStringRef();
@@ -91,6 +95,8 @@ bool const_string(const Arg& a, std::string& out) {
 }
 
 }  // namespace
+
+bool is_variance(const Node& n) { return is_variance_key(key_of(n)); }
 
 std::optional<CpuOp> classify_cpu_op(const Node& n) {
   if (!n.is_aten() || n.outputs.empty()) return std::nullopt;
@@ -187,10 +193,7 @@ std::optional<CpuOp> classify_cpu_op(const Node& n) {
     }
     op.row_dims = trailing(dims, r);
     if (op.row_dims == 0) return std::nullopt;
-    if ((k == "aten::var.correction" || k == "aten::std.correction" || k == "aten::var_mean.correction") &&
-        !n.args[2].is_none() &&
-        !const_number(n.args[2], a))
-      return std::nullopt;
+    if (is_variance_key(k) && !n.args[2].is_none() && !const_number(n.args[2], a)) return std::nullopt;
   }
   return op;
 }
@@ -292,7 +295,7 @@ std::vector<int> emit_cpu_op(const Node& n, ProgramBuilder& b, const ArgExpr& ar
   if (k == "aten::mean.dim" || k == "aten::mean") return {b.op(P::Div, b.reduce(P::RSum, x(0)), b.cols())};
   if (k == "aten::amax") return {b.reduce(P::RMax, x(0))};
   if (k == "aten::amin") return {b.reduce(P::RMin, x(0))};
-  if (k == "aten::var.correction" || k == "aten::std.correction" || k == "aten::var_mean.correction") {
+  if (is_variance_key(k)) {
     const int v = x(0);
     const int mean = b.op(P::Div, b.reduce(P::RSum, v), b.cols());
     const int d = b.op(P::Sub, v, mean);

@@ -22,6 +22,10 @@ struct CpuOp {
   const Value* reduced = nullptr; // Reduction, Norm: the input the rows come from
 };
 
+// var, std or var_mean (the overloads the fusion takes): ATen's are slow enough that one alone
+// is worth a fused kernel (cpu_fusion.cpp).
+bool is_variance(const Node& n);
+
 // What the fusion can do with n, or nothing (dtypes, devices and arguments included).
 std::optional<CpuOp> classify_cpu_op(const Node& n);
 
