@@ -16,7 +16,7 @@ import os
 import sys
 
 sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-from benchmarks.ab_installs import main as ab_main, time_interleaved  # noqa: E402
+from benchmarks.ab_installs import main as ab_main, own_code, time_interleaved  # noqa: E402
 
 SHAPES = {"8192x768": (8192, 768), "256x16384": (256, 16384)}  # rows in a block; rows phased
 
@@ -54,9 +54,7 @@ def child():
             args = [torch.randn(rows, cols).to(dtype), torch.randn(rows, cols).to(dtype),
                     torch.randn(cols).to(dtype), torch.randn(cols).to(dtype)]
             for kname, fn in kernels().items():
-                ns = {}  # a code object of its own per case: no walk over the others' cache entries
-                exec("def call(*a):\n    return fn(*a)", {"fn": fn}, ns)
-                f = torch.compile(ns["call"], backend="fxcpp")
+                f = torch.compile(own_code(fn), backend="fxcpp")
                 fns[f"{kname}/{sname}/{dt}"] = (f, args)
     print(json.dumps(time_interleaved({k: (lambda f=f, a=a: f(*a)) for k, (f, a) in fns.items()}, 40, 5)))
 

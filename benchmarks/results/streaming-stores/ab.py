@@ -16,7 +16,7 @@ import os
 import sys
 
 sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-from benchmarks.ab_installs import main as ab_main, time_interleaved  # noqa: E402
+from benchmarks.ab_installs import main as ab_main, own_code, time_interleaved  # noqa: E402
 
 SHAPES = {"4096x768": ((4096, 768), ("fp32", "bf16")), "8192x768": ((8192, 768), ("bf16",)),
           "512x768": ((512, 768), ("fp32",))}
@@ -52,9 +52,7 @@ def child():
             args = [torch.randn(shape).to(dtypes[dt]), torch.randn(shape[-1]).to(dtypes[dt]),
                     torch.randn(shape[-1]).to(dtypes[dt])]
             for kname, fn in kernels().items():
-                ns = {}  # a code object of its own per case: no walk over the others' cache entries
-                exec("def call(*a):\n    return fn(*a)", {"fn": fn}, ns)
-                fns[f"{kname}/{sname}/{dt}"] = (torch.compile(ns["call"], backend="fxcpp"), args)
+                fns[f"{kname}/{sname}/{dt}"] = (torch.compile(own_code(fn), backend="fxcpp"), args)
     print(json.dumps(time_interleaved({k: (lambda f=f, a=a: f(*a)) for k, (f, a) in fns.items()}, 40, 5)))
 
 

@@ -17,7 +17,7 @@ import os
 import sys
 
 sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-from benchmarks.ab_installs import main as ab_main, time_interleaved  # noqa: E402
+from benchmarks.ab_installs import main as ab_main, own_code, time_interleaved  # noqa: E402
 
 
 def kernels():
@@ -48,9 +48,7 @@ def child():
     for dt, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
         args = [torch.randn(4096, 768).to(dtype), torch.randn(768).to(dtype), torch.randn(768).to(dtype)]
         for kname, fn in kernels().items():
-            ns = {}  # a code object of its own per case: no walk over the others' cache entries
-            exec("def call(*a):\n    return fn(*a)", {"fn": fn}, ns)
-            fns[f"{kname}/{dt}"] = (torch.compile(ns["call"], backend="fxcpp"), args)
+            fns[f"{kname}/{dt}"] = (torch.compile(own_code(fn), backend="fxcpp"), args)
     print(json.dumps(time_interleaved({k: (lambda f=f, a=a: f(*a)) for k, (f, a) in fns.items()}, 40, 5)))
 
 

@@ -18,6 +18,7 @@ import torch._inductor.config as inductor_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, ROOT)
+from benchmarks.ab_installs import own_code  # noqa: E402
 from benchmarks.machine import machine_info  # noqa: E402
 
 import fxcpp  # noqa: E402,F401
@@ -45,9 +46,9 @@ def main():
         args = (torch.randn(4096, 768).to(dt), torch.randn(768).to(dt))
         for name, fn in CASES.items():
             for config in ("eager", "fxcpp", "inductor_freezing"):
-                ns = {}  # a code object per case and config: no walk over the others' cache entries
-                exec("def call(*a):\n    return fn(*a)", {"fn": fn}, ns)
-                f = ns["call"] if config == "eager" else torch.compile(ns["call"], backend="fxcpp" if config == "fxcpp" else "inductor")
+                f = own_code(fn)
+                if config != "eager":
+                    f = torch.compile(f, backend="fxcpp" if config == "fxcpp" else "inductor")
                 fns[(name, str(dt).split(".")[1], config)] = (f, args)
     times = {k: [] for k in fns}
     with torch.no_grad():
