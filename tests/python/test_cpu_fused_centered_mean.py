@@ -94,3 +94,22 @@ def test_the_training_steps_of_a_standardized_constant_row():
     saved a std of a few ulps and the gradient of x1 came out 120 where eager's is ~0."""
     status, detail = fuzz.check(generate(8972, 2), train=True)
     assert status == "ok", detail
+
+
+# A row holding inf has an infinite mean (or NaN for inf and -inf), and the centered values'
+# sum that corrects the mean is NaN there. Eager's x - x.mean() gives -inf beside a finite x;
+# the corrected mean gave NaN everywhere in the row until the correction applied to finite
+# means only.
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_row_with_inf_keeps_its_infinite_mean(dtype):
+    x = torch.randn(6, 50).to(dtype)
+    x[0, 7], x[1, 9], x[2, 3], x[2, 4], x[3, 5] = float("inf"), float("-inf"), float("inf"), float("-inf"), float("nan")
+    fns = (lambda x: (x - x.mean(-1, keepdim=True)) * 2.0,
+           lambda x: (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + 1e-5),
+           lambda x: torch.nn.functional.layer_norm(x * 1.0, (50,)))
+    for fn in fns:
+        torch._dynamo.reset()
+        with torch.no_grad():
+            ref, res = fn(x), torch.compile(fn, backend="fxcpp")(x)
+        assert torch.equal(ref.isnan(), res.isnan()) and torch.equal(ref.isinf(), res.isinf()), (ref[:4], res[:4])
+        assert torch.equal(ref.isinf() & (ref > 0), res.isinf() & (res > 0))

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -178,7 +179,19 @@ void correct_centered_means(std::vector<Expr>& ex) {
       }
       ex[x] = row_op(POp::Max, push(row_op(POp::Sub, s, push(row_op(POp::Mul, c, cn)))), zero);  // NaN stays NaN
     }
-    ex[m] = row_op(POp::Add, m_old, cn);  // the centered values v - m now read the corrected mean
+    // The centered values v - m now read the corrected mean, where the mean is finite. A row
+    // holding inf has an infinite (or NaN) mean and c = sum(v - m) is NaN: eager's mean stays
+    // inf there, so that v - m is -inf beside a finite v (was NaN).
+    if (zero < 0) {
+      Expr z{POp::Const};
+      z.row = true;
+      zero = push(z);
+    }
+    Expr inf{POp::Const};
+    inf.imm = std::numeric_limits<float>::infinity();
+    inf.row = true;
+    const int finite = push(row_op(POp::Lt, push(Expr{POp::Abs, m_old, -1, -1, 0.f, 0, true}), push(inf)));
+    ex[m] = row_op(POp::Add, m_old, push(Expr{POp::Where, finite, cn, zero, 0.f, 0, true}));
     changed = true;
   }
   if (changed) recompute_levels(ex);
