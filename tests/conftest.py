@@ -8,6 +8,11 @@ import pytest
 # takes first-call choices measured by an earlier one. Before fxcpp is imported.
 os.environ["FXCPP_CACHE_DIR"] = tempfile.mkdtemp(prefix="fxcpp-test-cache-")
 
+# The streaming-store rule (cpu_fused) sees a 32 MiB last-level cache on every host, so that
+# the tests that size their calls to stream do so wherever they run (some hosts of this
+# machine kind report a 480 MiB L3, and nothing the tests can afford would pass half of it).
+os.environ.setdefault("FXCPP_LLC_BYTES", str(32 << 20))
+
 import torch  # noqa: E402
 
 # Tests import the installed package `fxcpp`, never the source folder.
