@@ -31,7 +31,13 @@ bool pop_is_reduction(POp op) { return op >= POp::RSum && op <= POp::RSumExp; }
 std::string Program::str() const {
   std::ostringstream os;
   os << "program(regs=" << num_regs << ", row_dims=" << row_dims << ", inputs=" << inputs.size()
-     << ", outputs=" << outputs.size() << ")";
+     << ", outputs=" << outputs.size();
+  if (!perm.empty()) {
+    os << ", perm=[";
+    for (size_t i = 0; i < perm.size(); ++i) os << (i ? "," : "") << perm[i];
+    os << "]";
+  }
+  os << ")";
   auto list = [&](const std::vector<PInstr>& code) {
     for (const PInstr& i : code) {
       os << " " << pop_name(i.op);

@@ -3,7 +3,9 @@
 // machine, extended with row reductions run in phases.
 //
 // Domain: the broadcast shape of the node's full-size outputs. `row_dims` trailing dims form
-// a row (the dims a reduction runs over); 0 for a pure pointwise group.
+// a row (the dims a reduction runs over); 0 for a pure pointwise group. A group reducing other
+// dims (x.sum(0), a softmax over dim 1) runs over its domain permuted so that they come last
+// (`perm`): the kernel views its inputs and outputs that way, and returns eager's shapes.
 // Registers hold, per block of consecutive elements of one row (or of the flat domain), one
 // fp32 value per element ("vector"), or one value for the whole block ("scalar": constants,
 // loads broadcast along the block, and per-row values such as a reduction's result).
@@ -77,6 +79,9 @@ struct ProgOutput {
 struct Program {
   int rank = 0;      // the domain's rank
   int row_dims = 0;
+  // The domain's dims in the order the program runs them: the kept dims, then the reduced ones,
+  // each in their own order (dim i of the program is dim perm[i] of eager's values). Empty: as is.
+  std::vector<int> perm;
   std::vector<std::vector<PInstr>> phases;  // one for a pointwise group
   // A row program as one list, nothing recomputed: for rows that fit in a block, where every
   // phase would run back to back on the same block (empty for pointwise programs).
@@ -85,6 +90,8 @@ struct Program {
   std::vector<c10::ScalarType> inputs;      // the dtype of each node arg (all are tensors)
   // Per input: trailing 1-dims to add before broadcasting to the domain (a per-row input
   // without keepdim, [B, T] in a [B, T, C] domain, is [B, T, 1]); 0 for the usual broadcast.
+  // With `perm`, a padded input is already in the program's order (the kept dims, in order);
+  // the others are broadcast to eager's domain first, then permuted.
   std::vector<int> input_pad;
   std::vector<ProgOutput> outputs;          // one per node output
   std::vector<std::string> covers;          // the FX nodes the group replaced, in graph order

@@ -275,6 +275,7 @@ PYBIND11_MODULE(_C, m) {
           d["inputs"] = n->args.size();
           d["outputs"] = n->outputs.size();
           d["row_dims"] = p.row_dims;
+          d["perm"] = p.perm;
           d["program"] = p.str();
           out.append(d);
         }
@@ -331,6 +332,7 @@ PYBIND11_MODULE(_C, m) {
     d["in_place"] = fxcpp::cpu::in_place_outputs();
     d["streamed"] = fxcpp::cpu::streamed_outputs();
     d["fused_reductions"] = fxcpp::cpu::fused_reductions();
+    d["column_calls"] = fxcpp::cpu::column_calls();
     const auto pool = fxcpp::buffer_pool_stats();
     d["pool_hits"] = pool.hits;
     d["pool_misses"] = pool.misses;

@@ -103,10 +103,29 @@ def test_reductions_over_trailing_dims_fuse_with_prologue_and_epilogue(dims):
     _check_numbers(g, ref, [x])
 
 
-def test_a_reduction_over_a_leading_dim_is_left_alone():
-    x = torch.randn(6, 10)
-    g, _ = _fused(lambda x: (x * 2.0).sum(0) + 1.0, x, static=set())
-    assert all(n["row_dims"] == 0 for n in g.cpu_fused_nodes())
+@pytest.mark.parametrize("dims, perm", [((0,), [1, 2, 0]), ((1,), [0, 2, 1]), ((0, 2), [1, 0, 2]), ((0, 1), [2, 0, 1])])
+def test_reductions_over_other_dims_fuse_over_a_permuted_domain(dims, perm):
+    x = torch.randn(3, 6, 10)
+    g, ref = _fused(lambda x: (x * 2.0).sum(dims) + 1.0, x, static=set())
+    (node,) = g.cpu_fused_nodes()
+    assert node["row_dims"] == len(dims) and node["perm"] == perm, node["program"]
+    assert _C.run_pass(g, "cpu_fusion") is False
+    _check_numbers(g, ref, [x])
+
+
+def test_keepdim_false_row_values_meet_full_size_ones_only_over_leading_dims():
+    """x - x.mean(0) broadcasts [C] as [1, C], the kept dims, as the group reads it: one node.
+    x - x.sum(1) of [A, B, C] broadcasts [A, C] as [1, A, C]: not the kept dims (right-aligned
+    broadcasting pairs the wrong dims), so the reduction and its full-size reader stay apart."""
+    x = torch.randn(5, 5)
+    g, ref = _fused(lambda x: x - (x * 2.0).mean(0), x, static=set())
+    (node,) = g.cpu_fused_nodes()
+    assert node["covers"] == ["mul", "mean", "sub"] and node["perm"] == [1, 0], node
+    _check_numbers(g, ref, [x])
+    x3 = torch.randn(5, 5, 5)
+    g, ref = _fused(lambda x: x - (x * 2.0).sum(1), x3, static=set())
+    assert all("sub" not in n["covers"] for n in g.cpu_fused_nodes()), g.cpu_fused_nodes()
+    _check_numbers(g, ref, [x3])
 
 
 def test_softmax_scales_by_the_reciprocal_of_the_sum_as_eager_does():

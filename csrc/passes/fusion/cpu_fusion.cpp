@@ -8,9 +8,12 @@
 // Trigger: any node cpu_ops.cpp classifies. Growing in graph order, a node joins the group of
 // one of its producers when
 //  - its output has the group's full shape (the domain), or is one value per row of it
-//    (keepdim, or the row dims dropped), and a reduction reduces exactly the group's row dims;
-//  - a per-row value without keepdim never meets a full-size one (right-aligned broadcasting
-//    would pair the wrong dims);
+//    (keepdim, or the row dims dropped), and a reduction reduces exactly the group's row dims
+//    (any dims: trailing ones, or leading and middle ones such as x.sum(0), a bias gradient's
+//    sum over the batch, statistics over [0, 2, 3]; the program then runs over the domain
+//    permuted so that they come last, Program::perm);
+//  - a per-row value without keepdim meets a full-size one only where the reduced dims lead
+//    (x - x.mean(0)); elsewhere right-aligned broadcasting would pair the wrong dims;
 //  - none of its other inputs is computed from the group (that would be a cycle);
 //  - no op with side effects lies between (groups close there: nothing moves past one).
 // When a node reads from several groups, they merge first (same domain, no outside node on a
@@ -42,6 +45,7 @@ enum class Role { Full, RowKeep, RowDrop };
 struct Group {
   std::vector<Dim> domain;
   int row_dims = 0;
+  std::vector<int> reduced;  // the domain's dims a row runs over, ascending (row_dims of them)
   std::vector<Node*> members;
   std::unordered_map<const Value*, Role> role;  // of every value the members produce
   bool closed = false;
@@ -66,21 +70,31 @@ bool broadcasts_to(const std::vector<Dim>& s, const std::vector<Dim>& to) {
   return true;
 }
 
+bool is_reduced(const Group& g, size_t d) { return std::binary_search(g.reduced.begin(), g.reduced.end(), static_cast<int>(d)); }
+
+// The domain with its reduced dims 1 (keepdim), or without them.
+std::vector<Dim> row_shape(const Group& g, bool keepdim) {
+  std::vector<Dim> s;
+  for (size_t i = 0; i < g.domain.size(); ++i) {
+    if (!is_reduced(g, i)) s.push_back(g.domain[i]);
+    else if (keepdim) s.push_back(Dim::of(1));
+  }
+  return s;
+}
+
+// The reduced dims lead ([0, k)): a per-row value without keepdim broadcasts right-aligned onto
+// the kept dims, as eager pairs them.
+bool reduced_dims_lead(const Group& g) {
+  for (size_t i = 0; i < g.reduced.size(); ++i)
+    if (g.reduced[i] != static_cast<int>(i)) return false;
+  return true;
+}
+
 std::optional<Role> role_of_shape(const std::vector<Dim>& s, const Group& g) {
-  const auto& d = g.domain;
-  if (same_dims(s, d)) return Role::Full;
+  if (same_dims(s, g.domain)) return Role::Full;
   if (g.row_dims == 0) return std::nullopt;
-  const size_t lead = d.size() - g.row_dims;
-  if (s.size() == d.size()) {
-    for (size_t i = 0; i < d.size(); ++i)
-      if (i < lead ? !(s[i] == d[i]) : !(s[i] == Dim::of(1))) return std::nullopt;
-    return Role::RowKeep;
-  }
-  if (s.size() == lead) {
-    for (size_t i = 0; i < lead; ++i)
-      if (!(s[i] == d[i])) return std::nullopt;
-    return Role::RowDrop;
-  }
+  if (same_dims(s, row_shape(g, true))) return Role::RowKeep;
+  if (same_dims(s, row_shape(g, false))) return Role::RowDrop;
   return std::nullopt;
 }
 
@@ -169,7 +183,7 @@ class Fuser {
     a = find(a), b = find(b);
     Group &ga = groups_[a], &gb = groups_[b];
     if (a == b || ga.closed || gb.closed || !same_dims(ga.domain, gb.domain)) return;
-    if (ga.row_dims && gb.row_dims && ga.row_dims != gb.row_dims) return;
+    if (ga.row_dims && gb.row_dims && ga.reduced != gb.reduced) return;
     for (const auto* from : {&ga, &gb}) {
       const int other = from == &ga ? b : a;
       for (Node* m : from->members)
@@ -184,7 +198,7 @@ class Fuser {
     ga.members.insert(ga.members.end(), gb.members.begin(), gb.members.end());
     std::sort(ga.members.begin(), ga.members.end(), [&](Node* x, Node* y) { return order_.at(x) < order_.at(y); });
     ga.role.insert(gb.role.begin(), gb.role.end());
-    ga.row_dims = std::max(ga.row_dims, gb.row_dims);
+    if (ga.row_dims == 0) ga.row_dims = gb.row_dims, ga.reduced = gb.reduced;
     ga.work += gb.work;
     ga.reduces |= gb.reduces;
     gb.members.clear();
@@ -234,7 +248,8 @@ class Fuser {
       if (!u || !grp.role.count(u) || !r) return false;
       const Role in = grp.role.at(u);
       const bool ok = (in != Role::Full && *r != Role::Full) || (in == Role::Full && *r == Role::Full) ||
-                      (in == Role::RowKeep && *r == Role::Full && n.schema().name() == "aten::expand");
+                      (in != Role::Full && *r == Role::Full && n.schema().name() == "aten::expand" &&
+                       (in == Role::RowKeep || reduced_dims_lead(grp)));
       if (!ok) return false;
       out_roles = {*r};
     } else if (op.kind == CpuOp::Kind::Pointwise) {
@@ -244,10 +259,11 @@ class Fuser {
     } else {  // Reduction, Norm: rows of a full-size value
       const Value* u = op.reduced;
       const bool full_in = grp.role.count(u) ? grp.role.at(u) == Role::Full : same_dims(sizes_of(u), grp.domain);
-      if (!full_in || (grp.row_dims != 0 && op.row_dims != grp.row_dims)) return false;
+      if (!full_in || (grp.row_dims != 0 && op.dims != grp.reduced)) return false;
       if (grp.row_dims == 0 && op.row_dims > static_cast<int>(grp.domain.size())) return false;
       Group probe = grp;
       probe.row_dims = op.row_dims;
+      probe.reduced = op.dims;
       if (!args_fit(probe, n, Role::Full, /*skip_first=*/true)) return false;
       for (size_t i = 0; i < n.outputs.size(); ++i) {
         auto r = role_of_shape(sizes_of(n.outputs[i]), probe);
@@ -255,6 +271,7 @@ class Fuser {
         out_roles.push_back(*r);
       }
       grp.row_dims = op.row_dims;
+      grp.reduced = op.dims;
       grp.reduces = true;
     }
     add(grp, n, op, out_roles);
@@ -270,13 +287,11 @@ class Fuser {
       auto it = grp.role.find(v);
       if (it != grp.role.end()) {
         const Role in = it->second;
-        const bool ok = in == r || (in == Role::RowKeep && r == Role::Full);
+        const bool ok = in == r || (in == Role::RowKeep && r == Role::Full) ||
+                        (in == Role::RowDrop && r == Role::Full && reduced_dims_lead(grp));
         if (!ok) return false;
       } else {
-        std::vector<Dim> target = grp.domain;
-        if (r == Role::RowKeep)
-          for (size_t d = target.size() - grp.row_dims; d < target.size(); ++d) target[d] = Dim::of(1);
-        if (r == Role::RowDrop) target.resize(target.size() - grp.row_dims);
+        const std::vector<Dim> target = r == Role::Full ? grp.domain : row_shape(grp, r == Role::RowKeep);
         if (!broadcasts_to(sizes_of(v), target)) return false;
       }
     }
@@ -299,6 +314,7 @@ class Fuser {
       grp.domain = sizes_of(op.reduced);
       if (op.row_dims > static_cast<int>(grp.domain.size())) return -1;
       grp.row_dims = op.row_dims;
+      grp.reduced = op.dims;
       grp.reduces = true;
       if (!args_fit(grp, n, Role::Full, /*skip_first=*/true)) return -1;
       std::vector<Role> roles;
@@ -325,7 +341,7 @@ class Fuser {
     // A row of zero elements (a reduction over an empty dim): ATen's kernels define what it
     // gives (sum 0, mean NaN, amax raises, softmax an empty result); the fused kernel does not.
     // Dynamo specializes size 0, so a zero row is always static here.
-    for (size_t d = grp.domain.size() - grp.row_dims; d < grp.domain.size(); ++d)
+    for (int d : grp.reduced)
       if (grp.domain[d] == Dim::of(0)) return false;
     // A reduction over every dim is one row, and one row runs on one thread: only when small.
     if (grp.row_dims > 0 && grp.row_dims == static_cast<int>(grp.domain.size())) {
@@ -415,6 +431,12 @@ class Fuser {
     auto prog = std::make_shared<Program>(b.build(grp.row_dims, in_types));
     prog->rank = static_cast<int>(grp.domain.size());
     prog->input_pad = in_pad;
+    // Reduced dims other than the trailing ones: the program runs over the kept dims, then them.
+    std::vector<int> perm;
+    for (size_t d = 0; d < grp.domain.size(); ++d)
+      if (!is_reduced(grp, d)) perm.push_back(static_cast<int>(d));
+    perm.insert(perm.end(), grp.reduced.begin(), grp.reduced.end());
+    if (!std::is_sorted(perm.begin(), perm.end())) prog->perm = perm;
     for (size_t i = 0; i < outs.size(); ++i) {
       const Role r = grp.role.at(outs[i]);
       prog->outputs[i].keepdim = r != Role::RowDrop;

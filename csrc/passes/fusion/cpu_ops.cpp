@@ -5,6 +5,7 @@
 // centered values' sum (program_builder.cpp): a row of equal values gives Welford's exact 0.
 #include "passes/fusion/cpu_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -30,14 +31,20 @@ const TensorMeta* cpu_meta(const Value* v) {
   return &*v->meta;
 }
 
-// The trailing dims `dims` name, as a count; 0 when they are not the last ones of a rank-r tensor.
-int trailing(std::vector<int64_t> dims, int64_t r) {
-  if (dims.empty()) return static_cast<int>(r);  // all dims (sum.default, dim=[] of a reduction)
-  for (auto& d : dims) d = d < 0 ? d + r : d;
-  std::sort(dims.begin(), dims.end());
-  for (size_t i = 0; i < dims.size(); ++i)
-    if (dims[i] != r - static_cast<int64_t>(dims.size() - i)) return 0;
-  return static_cast<int>(dims.size());
+// The dims `dims` name, normalized, ascending and distinct; every dim of a rank-r tensor when
+// empty (sum.default, dim=[] of a reduction); nothing when one is out of range or repeated.
+std::optional<std::vector<int>> reduced_dims(std::vector<int64_t> dims, int64_t r) {
+  std::vector<int> out;
+  if (dims.empty())
+    for (int d = 0; d < r; ++d) out.push_back(d);
+  for (int64_t d : dims) {
+    d = d < 0 ? d + r : d;
+    if (d < 0 || d >= r) return std::nullopt;
+    out.push_back(static_cast<int>(d));
+  }
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) return std::nullopt;
+  return out;
 }
 
 struct Entry {
@@ -59,7 +66,11 @@ const std::unordered_map<std::string, Entry>& table() {
                           "aten::hardtanh", "aten::hardswish", "aten::hardsigmoid", "aten::clamp", "aten::clamp_min",
                           "aten::clamp_max", "aten::pow.Tensor_Scalar", "aten::pow.Tensor_Tensor", "aten::maximum",
                           "aten::minimum", "aten::where.self", "aten::masked_fill.Scalar", "aten::clone",
-                          "aten::addcmul", "aten::addcdiv", "aten::softplus", "aten::mish", "aten::lerp.Scalar"})
+                          "aten::addcmul", "aten::addcdiv", "aten::softplus", "aten::mish", "aten::lerp.Scalar",
+                          // Activations' backward (training graphs): a bias gradient's sum over the
+                          // batch then fuses with the pointwise op before it.
+                          "aten::threshold_backward", "aten::tanh_backward", "aten::sigmoid_backward",
+                          "aten::gelu_backward", "aten::silu_backward"})
       m[s] = {Kind::Pointwise};
     for (const char* s : {"aten::eq.Tensor", "aten::eq.Scalar", "aten::ne.Tensor", "aten::ne.Scalar", "aten::lt.Tensor",
                           "aten::lt.Scalar", "aten::le.Tensor", "aten::le.Scalar", "aten::gt.Tensor", "aten::gt.Scalar",
@@ -137,6 +148,8 @@ std::optional<CpuOp> classify_cpu_op(const Node& n) {
     if (!const_string(n.args[2], s) || s != "trunc") return std::nullopt;  // None is div.Tensor; floor differs
   }
   if (k == "aten::gelu" && (!const_string(n.args[1], s) || (s != "none" && s != "tanh"))) return std::nullopt;
+  if (k == "aten::gelu_backward" && (!const_string(n.args[2], s) || (s != "none" && s != "tanh"))) return std::nullopt;
+  if (k == "aten::threshold_backward" && !const_number(n.args[2], a)) return std::nullopt;
   if (k == "aten::elu") {
     double scale, in_scale;
     if (!const_number(n.args[1], a) || !const_number(n.args[2], scale) || !const_number(n.args[3], in_scale) ||
@@ -191,8 +204,11 @@ std::optional<CpuOp> classify_cpu_op(const Node& n) {
     } else if (!n.args[1].is_none() && !const_int_list(n.args[1], dims)) {
       return std::nullopt;
     }
-    op.row_dims = trailing(dims, r);
-    if (op.row_dims == 0) return std::nullopt;
+    // Any dims: cpu_fusion runs the group over a domain permuted so that they come last.
+    auto reduced = reduced_dims(dims, r);
+    if (!reduced || reduced->empty()) return std::nullopt;
+    op.dims = *reduced;
+    op.row_dims = static_cast<int>(op.dims.size());
     if (is_variance_key(k) && !n.args[2].is_none() && !const_number(n.args[2], a)) return std::nullopt;
   }
   return op;
@@ -272,6 +288,32 @@ std::vector<int> emit_cpu_op(const Node& n, ProgramBuilder& b, const ArgExpr& ar
     if (n.outputs[0]->meta->dtype == c10::kBool && n.args[0].value->meta->dtype != c10::kBool)
       return {b.op(P::Ne, x(0), k1(0))};
     return {x(0)};
+  }
+  // Activations' backward, as ATen's kernels (and torch/_decomp/decompositions.py) write them.
+  if (k == "aten::threshold_backward") return {b.op(P::Where, b.op(P::Le, x(1), x(2)), k1(0), x(0))};
+  if (k == "aten::tanh_backward") return {b.op(P::Mul, x(0), b.op(P::Sub, k1(1), b.op(P::Mul, x(1), x(1))))};
+  if (k == "aten::sigmoid_backward") return {b.op(P::Mul, x(0), b.op(P::Mul, x(1), b.op(P::Sub, k1(1), x(1))))};
+  if (k == "aten::silu_backward") {  // g * s * (1 + x * (1 - s)), s = sigmoid(x)
+    const int v = x(1), sg = b.op(P::Sigmoid, v);
+    return {b.op(P::Mul, b.op(P::Mul, x(0), sg), b.op(P::Add, k1(1), b.op(P::Mul, v, b.op(P::Sub, k1(1), sg))))};
+  }
+  if (k == "aten::gelu_backward") {
+    const int g = x(0), v = x(1);
+    if (n.args[2].constant.toStringRef() == "tanh") {
+      const double beta = M_SQRT2 * M_2_SQRTPI * 0.5, kappa = 0.044715;
+      const int sq = b.op(P::Mul, v, v);
+      const int inner = b.op(P::Mul, k1(beta), b.op(P::Add, v, b.op(P::Mul, k1(kappa), b.op(P::Mul, sq, v))));
+      const int t = b.op(P::Tanh, inner);
+      const int left = b.op(P::Mul, k1(0.5), v), right = b.op(P::Add, k1(1), t);
+      const int dleft = b.op(P::Mul, k1(0.5), right);
+      const int dtanh = b.op(P::Sub, k1(1), b.op(P::Mul, t, t));
+      const int dinner = b.op(P::Mul, k1(beta), b.op(P::Add, k1(1), b.op(P::Mul, k1(3 * kappa), sq)));
+      const int dright = b.op(P::Mul, b.op(P::Mul, left, dtanh), dinner);
+      return {b.op(P::Mul, g, b.op(P::Add, dleft, dright))};
+    }
+    const int cdf = b.op(P::Mul, k1(0.5), b.op(P::Add, k1(1), b.op(P::Erf, b.op(P::Mul, v, k1(M_SQRT1_2)))));
+    const int pdf = b.op(P::Mul, k1(M_2_SQRTPI * M_SQRT1_2 * 0.5), b.op(P::Exp, b.op(P::Mul, b.op(P::Mul, v, v), k1(-0.5))));
+    return {b.op(P::Mul, g, b.op(P::Add, cdf, b.op(P::Mul, v, pdf)))};
   }
   if (k == "aten::addcmul") return {b.op(P::Add, x(0), scaled(b.op(P::Mul, x(1), x(2)), num(3, 1)))};
   if (k == "aten::addcdiv") return {b.op(P::Add, x(0), scaled(b.op(P::Div, x(1), x(2)), num(3, 1)))};

@@ -14,11 +14,12 @@ namespace fxcpp::fusion {
 struct CpuOp {
   enum class Kind {
     Pointwise,  // output = f(inputs elementwise), broadcasting
-    Reduction,  // sum/mean/amax/amin/var/std over trailing dims: a per-row output
-    Norm,       // softmax, log_softmax, layer_norm over trailing dims: full output (+ per-row ones)
+    Reduction,  // sum/mean/amax/amin/var/std over any dims: a per-row output
+    Norm,       // softmax, log_softmax (any dim), layer_norm (trailing dims): full output (+ per-row ones)
     View,       // a reshape, unsqueeze, squeeze or expand: the same values, another shape
   } kind;
-  int row_dims = 0;               // Reduction, Norm: how many trailing dims are reduced
+  int row_dims = 0;               // Reduction, Norm: how many dims are reduced
+  std::vector<int> dims;          // Reduction, Norm: which ones, ascending (the group's row dims)
   const Value* reduced = nullptr; // Reduction, Norm: the input the rows come from
 };
 

@@ -5,9 +5,13 @@
 // wherever all operands allow it; the interpreter compiled for this host's instruction set
 // (interp.h) runs it. No tensor is copied except an input whose row does not merge into one
 // stretch of memory (a row group over several dims of a strided tensor), made contiguous.
+// A program with a `perm` (reduced dims other than the trailing ones) sees every operand as a
+// view permuted so that the reduced dims come last; its outputs are allocated as eager lays
+// them out and returned in eager's shapes.
 #include <ATen/ops/empty.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <fstream>
 #include <algorithm>
 #include <limits>
@@ -35,6 +39,9 @@ int64_t streamed_outputs() { return g_streamed.load(); }
 static std::atomic<int64_t> g_fused_reductions{0};
 void count_fused_reductions(int64_t n) { g_fused_reductions.fetch_add(n, std::memory_order_relaxed); }
 int64_t fused_reductions() { return g_fused_reductions.load(); }
+static std::atomic<int64_t> g_column_calls{0};
+void count_column_call() { g_column_calls.fetch_add(1, std::memory_order_relaxed); }
+int64_t column_calls() { return g_column_calls.load(); }
 
 // Either order is allowed; x must be dead after the rsum; a and b unchanged in between.
 static bool reads_reg(const PInstr& Q, int r) {
@@ -80,8 +87,12 @@ std::vector<int> centered_sum_partners(const std::vector<PInstr>& code) {
 namespace {
 
 // The last-level cache's size, read once (32 MiB when the system does not say).
+// FXCPP_LLC_BYTES overrides it: a VM may report its host's whole L3 (480 MiB on some of this
+// project's machines), and the tests pin it so that the same calls stream on every host.
 size_t last_level_cache_bytes() {
   static const size_t bytes = [] {
+    if (const char* env = std::getenv("FXCPP_LLC_BYTES"); env && std::strtoull(env, nullptr, 10) > 0)
+      return static_cast<size_t>(std::strtoull(env, nullptr, 10));
     for (int idx : {3, 2}) {
       std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx) + "/size");
       std::string s;
@@ -236,6 +247,16 @@ SmallVec<SmallVec<int64_t>> eager_output_strides(const Program& p, const SmallVe
   return out;
 }
 
+// t broadcast to rank dims (leading 1s), then permuted as the program runs its domain: a view.
+at::Tensor to_program_order(const at::Tensor& t, int64_t rank, const std::vector<int>& perm) {
+  if (t.dim() > rank) throw std::invalid_argument("cpu_fused: an input has more dims than the compiled domain");
+  std::vector<int64_t> sizes(rank, 1), strides(rank, 0), ps(rank), pst(rank);
+  const int64_t off = rank - t.dim();
+  for (int64_t j = 0; j < t.dim(); ++j) sizes[j + off] = t.size(j), strides[j + off] = t.stride(j);
+  for (int64_t i = 0; i < rank; ++i) ps[i] = sizes[perm[i]], pst[i] = strides[perm[i]];
+  return t.as_strided(ps, pst, t.storage_offset());
+}
+
 // t (sized as the domain) has these strides on every dim longer than 1 (empty: contiguous).
 bool same_strides(const at::Tensor& t, const SmallVec<int64_t>& D, const SmallVec<int64_t>& strides) {
   if (strides.empty()) return t.is_contiguous();
@@ -284,8 +305,11 @@ class CpuFusedKernel final : public Kernel {
   }
   const char* kind() const override { return "cpu_fused"; }
   std::string describe() const override {
+    std::string perm;
+    for (size_t i = 0; i < prog_->perm.size(); ++i) perm += (i ? "," : "") + std::to_string(prog_->perm[i]);
     return std::string("cpu_fused ") + cpu::isa_name() + ", " + std::to_string(prog_->phases.size()) +
-           (prog_->phases.size() == 1 ? " pass" : " passes per row") + ", " + std::to_string(prog_->num_regs) + " registers";
+           (prog_->phases.size() == 1 ? " pass" : " passes per row") + ", " + std::to_string(prog_->num_regs) + " registers" +
+           (perm.empty() ? "" : ", reduced dims moved last (dims " + perm + ")");
   }
 
   void run(Stack& stack) const override {
@@ -305,6 +329,7 @@ class CpuFusedKernel final : public Kernel {
         throw std::invalid_argument(std::string("cpu_fused: input ") + std::to_string(k) + " is " +
                                     c10::toString(in[k].scalar_type()) + ", compiled for " + c10::toString(p.inputs[k]));
       if (!in[k].device().is_cpu()) throw std::invalid_argument("cpu_fused: inputs must be CPU tensors");
+      if (!p.perm.empty() && p.input_pad[k] == 0) in[k] = to_program_order(in[k], p.rank, p.perm);
     }
     // The domain: the inputs' shapes (with their pads) broadcast together.
     SmallVec<int64_t> D(p.rank, 1);
@@ -319,20 +344,35 @@ class CpuFusedKernel final : public Kernel {
       }
     }
     const int rd = p.row_dims;
-    // Outputs, in eager's layouts.
-    SmallVec<at::Tensor> out(p.outputs.size());
+    // The domain in eager's dim order (the same but for a permuted program).
+    SmallVec<int64_t> eager_D = D;
+    for (size_t i = 0; i < p.perm.size(); ++i) eager_D[p.perm[i]] = D[i];
+    // Outputs, in eager's layouts: `out` as the interpreter sees them, `ret` as eager returns them.
+    SmallVec<at::Tensor> out(p.outputs.size()), ret(p.outputs.size());
     SmallVec<uint8_t> in_place(p.outputs.size(), 0);
-    const SmallVec<SmallVec<int64_t>> eager_strides = eager_output_strides(p, in, D);
+    const SmallVec<SmallVec<int64_t>> eager_strides = eager_output_strides(p, in, eager_D);
     for (size_t k = 0; k < out.size(); ++k) {
       const ProgOutput& o = p.outputs[k];
       if (o.row) {
         SmallVec<int64_t> s(D.begin(), D.end() - rd);
         if (o.keepdim) s.insert(s.end(), rd, 1);
         out[k] = pooled_empty(s, o.dtype);
+        ret[k] = out[k];
+        if (!p.perm.empty() && o.keepdim) {  // the kept dims lie in eager's order: a view puts the 1s back
+          SmallVec<int64_t> e = eager_D;
+          for (int i = p.rank - rd; i < p.rank; ++i) e[p.perm[i]] = 1;
+          ret[k] = out[k].view(e);
+        }
+        continue;
+      }
+      c10::MemoryFormat f = o.format;
+      if ((f == c10::MemoryFormat::ChannelsLast && p.rank != 4) || (f == c10::MemoryFormat::ChannelsLast3d && p.rank != 5))
+        f = c10::MemoryFormat::Contiguous;
+      if (!p.perm.empty()) {  // eager's layout in eager's dims, seen permuted
+        ret[k] = !eager_strides[k].empty() ? pooled_empty_strided(eager_D, eager_strides[k], o.dtype)
+                                           : pooled_empty(eager_D, o.dtype, f);
+        out[k] = to_program_order(ret[k], p.rank, p.perm);
       } else {
-        c10::MemoryFormat f = o.format;
-        if ((f == c10::MemoryFormat::ChannelsLast && p.rank != 4) || (f == c10::MemoryFormat::ChannelsLast3d && p.rank != 5))
-          f = c10::MemoryFormat::Contiguous;
         // In place: elementwise, each block's stores follow all its loads (no direct write: below).
         for (size_t j = 0; j < nin && !out[k].defined(); ++j)
           if (dying[j] && in[j].scalar_type() == o.dtype && in[j].sizes().equals(D) &&
@@ -346,6 +386,7 @@ class CpuFusedKernel final : public Kernel {
           out[k] = !eager_strides[k].empty() ? pooled_empty_strided(D, eager_strides[k], o.dtype)
                    : rd > 0                  ? pooled_empty(D, o.dtype, f)  // the layout eager gave at trace time
                                              : pooled_empty(D, o.dtype);
+        ret[k] = out[k];
       }
     }
     bool empty = false;
@@ -356,7 +397,7 @@ class CpuFusedKernel final : public Kernel {
       if (reduced_nonempty)  // the fusion pass keeps zero-length rows out (ATen defines them); a guard
         throw std::invalid_argument(has_minmax_ ? "cpu_fused: a max/min reduction over an empty dimension (eager raises too)"
                                                 : "cpu_fused: a reduction over an empty dimension, compiled for non-empty rows");
-      return finish(stack, out);
+      return finish(stack, ret);
     }
     SmallVec<std::pair<at::Tensor, at::Tensor>> laid_out;  // (output in eager's layout, its contiguous stand-in)
     FusedCall call = layout(p, in, out, D);
@@ -381,12 +422,8 @@ class CpuFusedKernel final : public Kernel {
     for (uint8_t st : call.stream)  // counted once per call, whichever layout ran
       if (st) ++cpu::g_streamed;
     run_(call);
-    for (auto& [eager_layout, computed] : laid_out) {
-      eager_layout.copy_(computed);
-      for (auto& o : out)
-        if (o.is_same(computed)) o = eager_layout;
-    }
-    finish(stack, out);
+    for (auto& [eager_layout, computed] : laid_out) eager_layout.copy_(computed);  // ret holds eager_layout's memory
+    finish(stack, ret);
   }
 
  private:

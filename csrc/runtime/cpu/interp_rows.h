@@ -11,6 +11,7 @@
 // Part of interp.h: compiled once per instruction set with it.
 #pragma once
 #include "runtime/cpu/interp.h"
+#include "runtime/cpu/interp_columns.h"
 
 namespace fxcpp::cpu {
 inline namespace CPU_CAPABILITY {
@@ -542,8 +543,10 @@ inline void run_rows_packed(const FusedCall& c) {
   });
 }
 
-// Runs a cpu_fused call: pointwise blocks, packed short rows, or long rows one at a time.
+// Runs a cpu_fused call: pointwise blocks, rows side by side, packed short rows, or long rows one at a time.
 inline void run(const FusedCall& c) {
+  // Rows that run across memory side by side (a reduction over a leading dim): by columns.
+  if (runs_by_columns(c)) return run_columns(c);
   // Two dims with short rows (a broadcast bias keeps [tokens, hidden] from flattening):
   // blocks of whole rows, so each instruction runs once per several rows.
   if (c.ndim == 2 && c.sizes[1] <= kPackCap / 2) return run_rows_packed(c);
