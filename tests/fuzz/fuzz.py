@@ -428,7 +428,7 @@ def main(argv=None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--train", action="store_true", help="two training steps per program instead of inference calls")
     ap.add_argument("--dtypes", default=",".join(DTYPES), help="the programs of these dtypes only (default: all)")
-    ap.add_argument("--grammar", type=int, default=1, choices=(1, 2), help="grammar.py's generation (default: 1)")
+    ap.add_argument("--grammar", type=int, default=1, choices=(1, 2, 3), help="grammar.py's generation (default: 1)")
     a = ap.parse_args(argv)
     c = run(a.n, a.seed, a.out, a.verbose, a.train, tuple(a.dtypes.split(",")), a.grammar)
     print(f"programs {a.n} (grammar {a.grammar}, seeds {a.seed}..{a.seed + a.n - 1}): "

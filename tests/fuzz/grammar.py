@@ -225,7 +225,8 @@ class _Gen:
     # Grammar 2.
     KINDS_2 = ("unary_2", "binary_2", "upcast", "downcast", "t5_norm", "reduce_dim", "var", "se_gate",
                "per_channel", "rotary", "gated", "masked_softmax", "matmul_param", "addmm", "baddbmm",
-               "col_bcast", "ln_plain", "group_norm", "conv_dilated", "avg_pool", "upsample", "bcast_input")
+               "col_bcast", "ln_plain", "group_norm", "conv_dilated", "avg_pool", "upsample", "bcast_input",
+               "var_dim", "softmax_dim", "bn_stats")  # the last three: grammar 3
 
     def choices_2(self, s) -> list[str]:
         nd = len(s)
@@ -244,6 +245,10 @@ class _Gen:
             c += ["se_gate", "per_channel", "per_channel", "conv_dilated", "avg_pool", "upsample"]
             if s[1] % 2 == 0 and s[1] > 0:
                 c += ["group_norm"]
+        if self.grammar >= 3 and nd >= 2:  # reductions and softmax over other dims than the last
+            c += ["var_dim", "softmax_dim"]
+            if nd == 4:
+                c += ["bn_stats"]
         b = self.vals.get("x1", ())
         if 0 < len(b) < nd and all(a in (1, d) for a, d in zip(b[::-1], s[::-1])):  # x1 broadcasts to s
             c += ["bcast_input", "bcast_input"]
@@ -287,6 +292,26 @@ class _Gen:
                 self.add(f"({v} - {v}.{op}({d}, keepdim=True))", [v], s)
             else:
                 self.add(f"{v}.{op}({d})", [v], s[:d] + s[d + 1:])
+        elif kind == "var_dim":  # var / std / var_mean over a leading or middle dim, alone or standardizing
+            d = r.randrange(nd - 1)
+            op = r.choice(["var", "std", "var_mean"])
+            u = r.random()
+            if op == "var_mean":
+                self.add(f"(lambda vm: ({v} - vm[1]) * torch.rsqrt(vm[0] + 1e-5))(torch.var_mean({v}, {d}, keepdim=True))",
+                         [v], s)
+            elif u < 0.4:
+                self.add(f"(({v} - {v}.mean({d}, keepdim=True)) / ({v}.{op}({d}, keepdim=True) + 1e-5))", [v], s)
+            elif u < 0.6 and d == 0:  # no keepdim: [C] broadcasts as [1, C], the kept dims
+                self.add(f"(({v} - {v}.mean(0)) / ({v}.{op}(0) + 1e-5))", [v], s)
+            else:
+                self.add(f"{v}.{op}({d}, unbiased={r.random() < 0.5})", [v], s[:d] + s[d + 1:])
+        elif kind == "softmax_dim":
+            d = r.randrange(nd - 1)
+            f = r.choice(["torch.softmax({} * 0.5, {})", "F.log_softmax({}, {})", "(torch.softmax({}, {}) * 2.0)"])
+            self.add(f.format(v, d), [v], s)
+        elif kind == "bn_stats":  # training BatchNorm's statistics written out, over N, H, W
+            self.add(f"(({v} - {v}.mean((0, 2, 3), keepdim=True)) * "
+                     f"torch.rsqrt({v}.var((0, 2, 3), keepdim=True, unbiased=False) + 1e-5))", [v], s)
         elif kind == "var":
             op = r.choice(["var", "std"])
             standardize = r.random() < 0.6

@@ -48,6 +48,7 @@ CASES = {
     "log_softmax_dim1_of_4d": (lambda x: F.log_softmax(x + 1.0, 1), [(2, 21, 5, 7)], True),  # H, W merge: 35 lanes
     "two_dims_apart": (lambda x: (x * x).sum((0, 2)), [(3, 40, 5)], False),
     "leading_two_dims": (lambda x: (x - 1.0).sum((0, 1)) * 2.0, [(4, 50, 48)], True),
+    "row_broadcast_operand": (lambda x, b: (x * 2.0 + b).sum(0), [(120, 40), (120, 1)], True),  # b: one per step
     "narrow_columns": (lambda x: (x * 3.0).amin(0), [(500, 3)], False),
     "long_rows": (lambda x: (x + 1.0).sum(0) + (x * x).amax(0), [(5000, 37)], True),  # chunks and splits
 }

@@ -1,7 +1,8 @@
 """A fixed-seed slice of the random-program fuzzer (tests/fuzz/): each program compiled by
 fxcpp matches eager by the harness rule and leaves its inputs untouched, at its first call,
 a second, one after its weights changed and two at new batch sizes; the same for a slice of
-grammar 2 (casts, other reductions, rotary, gated MLPs, masked softmax, broadcast inputs...);
+grammar 2 (casts, other reductions, rotary, gated MLPs, masked softmax, broadcast inputs...)
+and grammar 3 (statistics and softmax over other dims than the last);
 two training steps of the fp32 programs of both. `make fuzz N=...` runs as many as asked.
 Also: the shrinker keeps a failure and drops what it does not need, and the reproducer it
 writes runs on its own."""
@@ -36,6 +37,18 @@ def test_fuzz_slice_grammar_2(start):
     assert c["ok"] >= BATCH * 0.9, c
 
 
+SEEDS_3 = 150
+
+
+@pytest.mark.parametrize("start", range(0, SEEDS_3, BATCH))
+def test_fuzz_slice_grammar_3(start):
+    """Grammar 3: grammar 2 with var/std/var_mean, softmax and BatchNorm statistics over other
+    dims than the last (reductions the CPU fusion runs over a permuted domain)."""
+    c = fuzz.run(BATCH, start, out_dir=None, grammar=3)
+    assert c["fail"] == 0, "\n".join(f"seed {s}: {d}\n  {prog}" for s, d, prog, _ in c["failures"])
+    assert c["ok"] >= BATCH * 0.9, c
+
+
 TRAIN_SEEDS = 150
 
 
@@ -52,6 +65,14 @@ def test_fuzz_train_slice():
 
 def test_fuzz_train_slice_grammar_2():
     c = fuzz.run(TRAIN_SEEDS, 0, out_dir=None, train=True, dtypes=("fp32",), grammar=2)
+    assert c["fail"] == 0, "\n".join(f"seed {s}: {d}\n  {prog}" for s, d, prog, _ in c["failures"])
+    assert c["ok"] >= 0.8 * (TRAIN_SEEDS - c["left out"]), c
+
+
+def test_fuzz_train_slice_grammar_3():
+    """Training through reductions over other dims: their backward graphs (expand, sum over the
+    kept dims, the activations' backward ops) run fused too."""
+    c = fuzz.run(TRAIN_SEEDS, 0, out_dir=None, train=True, dtypes=("fp32",), grammar=3)
     assert c["fail"] == 0, "\n".join(f"seed {s}: {d}\n  {prog}" for s, d, prog, _ in c["failures"])
     assert c["ok"] >= 0.8 * (TRAIN_SEEDS - c["left out"]), c
 

@@ -24,16 +24,18 @@
 namespace fxcpp::cpu {
 inline namespace CPU_CAPABILITY {
 
-// Whether c runs by columns: no input walks its rows contiguously, some input (one that varies
-// along the row) has its neighbouring rows next to each other, and there is at least a vector
-// of them.
+// Whether c runs by columns: of the inputs that vary both along the row and across rows, none
+// walks its rows contiguously and one has neighbouring rows next to each other; and there is at
+// least a vector of rows. (An input constant along the row or shared by all rows reads as well
+// either way: (x + b[rows, 1]).sum(0) still runs by columns.)
 inline bool runs_by_columns(const FusedCall& c) {
   if (!c.rows || c.ndim < 2 || c.sizes[c.ndim - 1] < 2 || c.sizes[c.ndim - 2] < V) return false;
   bool side_by_side = false;
   for (const Operand& o : c.in) {
     const int64_t along = o.strides[c.ndim - 1], across = o.strides[c.ndim - 2];
+    if (along == 0 || across == 0) continue;
     if (along == 1) return false;
-    side_by_side |= along != 0 && across == 1;
+    side_by_side |= across == 1;
   }
   return side_by_side;
 }
