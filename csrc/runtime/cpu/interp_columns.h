@@ -232,8 +232,10 @@ inline void run_columns(const FusedCall& c) {
     for (const PInstr& I : code)
       if (pop_is_reduction(I.op)) reds.push_back(&I);
     at::parallel_for(0, outer * nW * nS, 1, [&](int64_t t0, int64_t t1) {
-      thread_local Regs R;
-      thread_local ColState S;
+      thread_local Regs regs;
+      thread_local ColState state;
+      Regs& R = regs;  // one TLS lookup per task, not one per use
+      ColState& S = state;
       R.reset(p.num_regs);
       S.reset(p.num_regs, kept);
       Block B;
