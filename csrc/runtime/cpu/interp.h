@@ -16,6 +16,7 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -168,16 +169,14 @@ struct Block {
   }
 };
 
-inline void load(Regs& R, int dst, c10::ScalarType t, const char* p, int64_t stride, int64_t n) {
-  if (stride == 0) return R.set_splat(dst, load_one(t, p));
-  if (stride == 1 && t == c10::kFloat) {  // read in place
-    R.splat[dst] = 0;
-    R.ptr[dst] = reinterpret_cast<const float*>(p);
-    return;
-  }
-  float* d = R.w(dst);
+// n values of dtype t from p (stride in elements), as fp32 into d.
+inline void widen(c10::ScalarType t, const char* p, int64_t stride, int64_t n, float* d) {
   const int64_t es = static_cast<int64_t>(c10::elementSize(t));
   int64_t i = 0;
+  if (stride == 1 && t == c10::kFloat) {
+    std::copy(reinterpret_cast<const float*>(p), reinterpret_cast<const float*>(p) + n, d);
+    return;
+  }
   if (stride == 1 && t == c10::kBFloat16) {
     const auto* q = reinterpret_cast<const c10::BFloat16*>(p);
     for (; i + V <= n; i += V) {
@@ -194,6 +193,16 @@ inline void load(Regs& R, int dst, c10::ScalarType t, const char* p, int64_t str
     }
   }
   for (; i < n; ++i) d[i] = load_one(t, p + i * stride * es);
+}
+
+inline void load(Regs& R, int dst, c10::ScalarType t, const char* p, int64_t stride, int64_t n) {
+  if (stride == 0) return R.set_splat(dst, load_one(t, p));
+  if (stride == 1 && t == c10::kFloat) {  // read in place
+    R.splat[dst] = 0;
+    R.ptr[dst] = reinterpret_cast<const float*>(p);
+    return;
+  }
+  widen(t, p, stride, n, R.w(dst));
 }
 
 inline void store(const Regs& R, int reg, c10::ScalarType t, char* p, int64_t stride, int64_t n, bool stream = false) {

@@ -41,16 +41,18 @@ inline bool runs_by_columns(const FusedCall& c) {
 }
 
 // One thread's column state beside its Regs: per register, a reduction's accumulator over the
-// task's stretch of the row and its partial sum over a chunk; per kept (j-invariant)
-// instruction, its saved value.
+// task's stretch of the row, its partial sum over a chunk, and (once complete, for the later
+// phases) its result repeated for every step of a block; per kept (j-invariant) instruction,
+// its saved value.
 struct ColState {
-  AlignedFloats acc, part, kept;
+  AlignedFloats acc, part, kept, tile;
   std::vector<const float*> kept_ptr;
   std::vector<uint8_t> kept_splat;
   std::vector<float> kept_s;
   void reset(int regs, int kept_slots) {
     acc.resize(static_cast<size_t>(regs) * kBlock);
     part.resize(static_cast<size_t>(regs) * kBlock);
+    tile.resize(static_cast<size_t>(regs) * kBlock);
     kept.resize(static_cast<size_t>(std::max(kept_slots, 1)) * kBlock);
     kept_ptr.assign(kept_slots, nullptr);
     kept_splat.assign(kept_slots, 0);
@@ -58,6 +60,7 @@ struct ColState {
   }
   float* acc_of(int reg) { return &acc[static_cast<size_t>(reg) * kBlock]; }
   float* part_of(int reg) { return &part[static_cast<size_t>(reg) * kBlock]; }
+  float* tile_of(int reg) { return &tile[static_cast<size_t>(reg) * kBlock]; }  // a reduction's result, m times
   // Saves reg's value: copied where it lies in a register buffer (later instructions reuse those),
   // else (an input read in place, an output, an accumulator) the pointer alone.
   void save(Regs& R, int reg, int slot, int64_t n, int num_regs) {
@@ -101,41 +104,45 @@ inline std::vector<int> kept_slots(const std::vector<PInstr>& code, const FusedC
   return slot;
 }
 
-// The lane-wise accumulation of one reduction over the block's W lanes, into `part`: one loop
-// per kind of reduction and operand (a switch per vector kept the loop from vectorizing well).
+// The lane-wise accumulation of one reduction over a block's m steps of W lanes, into `part`:
+// one loop per kind of reduction and operand (a switch per vector kept the loop from
+// vectorizing well).
 template <typename Term, typename Combine>
-inline void column_reduce_loop(float* part, int64_t n, Term term, Combine combine) {
-  int64_t i = 0;
-  for (; i + V <= n; i += V) combine(Vec::loadu(part + i), term(i, V)).store(part + i);
-  if (i < n) combine(Vec::loadu(part + i, n - i), term(i, n - i)).store(part + i, n - i);
+inline void column_reduce_loop(float* part, int64_t W, int64_t m, Term term, Combine combine) {
+  for (int64_t k = 0; k < m; ++k) {
+    const int64_t o = k * W;
+    int64_t i = 0;
+    for (; i + V <= W; i += V) combine(Vec::loadu(part + i), term(o + i, V)).store(part + i);
+    if (i < W) combine(Vec::loadu(part + i, W - i), term(o + i, W - i)).store(part + i, W - i);
+  }
 }
 
 template <typename Combine>
-inline void column_reduce_with(const Regs& R, const PInstr& I, float* part, int64_t n, Combine combine) {
+inline void column_reduce_with(const Regs& R, const PInstr& I, float* part, int64_t W, int64_t m, Combine combine) {
   const bool sa = R.splat[I.a];
   const float* a = R.ptr[I.a];
   const Vec va(R.s[I.a]);
   if (I.op == POp::RSum || I.op == POp::RMax || I.op == POp::RMin) {
-    if (sa) return column_reduce_loop(part, n, [&](int64_t, int64_t) { return va; }, combine);
-    return column_reduce_loop(part, n, [&](int64_t i, int64_t cnt) { return Vec::loadu(a + i, cnt); }, combine);
+    if (sa) return column_reduce_loop(part, W, m, [&](int64_t, int64_t) { return va; }, combine);
+    return column_reduce_loop(part, W, m, [&](int64_t i, int64_t cnt) { return Vec::loadu(a + i, cnt); }, combine);
   }
   const bool sb = R.splat[I.b];
   const float* b = R.ptr[I.b];
   const Vec vb(R.s[I.b]);
   auto get = [](bool splat, const Vec& v, const float* p, int64_t i, int64_t cnt) { return splat ? v : Vec::loadu(p + i, cnt); };
   if (I.op == POp::RSumSq)
-    return column_reduce_loop(part, n, [&](int64_t i, int64_t cnt) {
+    return column_reduce_loop(part, W, m, [&](int64_t i, int64_t cnt) {
       const Vec d = get(sa, va, a, i, cnt) - get(sb, vb, b, i, cnt);
       return d * d;
     }, combine);
-  column_reduce_loop(part, n, [&](int64_t i, int64_t cnt) { return exp_u10(get(sa, va, a, i, cnt) - get(sb, vb, b, i, cnt)); },
+  column_reduce_loop(part, W, m, [&](int64_t i, int64_t cnt) { return exp_u10(get(sa, va, a, i, cnt) - get(sb, vb, b, i, cnt)); },
                      combine);  // RSumExp
 }
 
-inline void column_reduce(const Regs& R, const PInstr& I, float* part, int64_t n) {
-  if (I.op == POp::RMax) return column_reduce_with(R, I, part, n, [](Vec x, Vec y) { return at::vec::maximum(x, y); });
-  if (I.op == POp::RMin) return column_reduce_with(R, I, part, n, [](Vec x, Vec y) { return at::vec::minimum(x, y); });
-  column_reduce_with(R, I, part, n, [](Vec x, Vec y) { return x + y; });  // NaN propagates through max/min, as eager's
+inline void column_reduce(const Regs& R, const PInstr& I, float* part, int64_t W, int64_t m) {
+  if (I.op == POp::RMax) return column_reduce_with(R, I, part, W, m, [](Vec x, Vec y) { return at::vec::maximum(x, y); });
+  if (I.op == POp::RMin) return column_reduce_with(R, I, part, W, m, [](Vec x, Vec y) { return at::vec::minimum(x, y); });
+  column_reduce_with(R, I, part, W, m, [](Vec x, Vec y) { return x + y; });  // NaN propagates through max/min, as eager's
 }
 
 inline float reduction_init(POp op) {
@@ -155,14 +162,65 @@ inline void fold_chunk(POp op, float* acc, const float* part, int64_t n) {
   loop([](Vec x, Vec y) { return x + y; });
 }
 
-// first: the task's first step (kept values are computed); row_outputs: the row's first step
-// (row outputs are stored, once).
-inline void run_column_step(const std::vector<PInstr>& code, const std::vector<int>& slot, const FusedCall& c, Regs& R,
-                            ColState& S, const Block& B, bool first, bool row_outputs) {
-  const int64_t n = B.n;
+// A block: m steps (along the row) of W lanes (rows side by side). A register holds its W*m
+// values step by step (element (k, i) at k * W + i); one op runs over all of them at once, so a
+// block of narrow columns (64 channels of an NHWC tensor) still gives each instruction about
+// kBlock elements.
+struct ColBlock {
+  int64_t W = 0, m = 1;
+  float cols = 1.f;
+  SmallVec<const char*> in;
+  SmallVec<int64_t> in_across, in_along;  // element strides: to the next lane, to the next step
+  SmallVec<char*> out;
+  SmallVec<int64_t> out_across, out_along;
+  int64_t n() const { return W * m; }
+  // An operand's m steps of W lanes lie back to back in memory: one stretch of n elements.
+  bool dense(int64_t across, int64_t along) const { return across == 1 && (m == 1 || along == W); }
+};
+
+inline void column_load(Regs& R, int dst, c10::ScalarType t, const char* p, int64_t across, int64_t along,
+                        const ColBlock& B) {
+  const int64_t W = B.W, m = B.m;
+  if (B.dense(across, along) || along == 0) {
+    load(R, dst, t, p, across, along == 0 ? W : B.n());
+    if (along != 0 || m == 1 || R.splat[dst]) return;
+    // The same W values at every step: repeated m times.
+    const float* src = R.ptr[dst];
+    float* d = R.w(dst);
+    if (src != d) std::copy(src, src + W, d);
+    for (int64_t k = 1; k < m; ++k) std::copy(d, d + W, d + k * W);
+    return;
+  }
+  float* d = R.w(dst);
+  const int64_t es = static_cast<int64_t>(c10::elementSize(t));
+  for (int64_t k = 0; k < m; ++k) widen(t, p + k * along * es, across, W, d + k * W);
+}
+
+inline void column_store(Regs& R, int reg, c10::ScalarType t, char* p, int64_t across, int64_t along, const ColBlock& B,
+                         bool stream) {
+  if (B.dense(across, along)) return store(R, reg, t, p, across, B.n(), stream);
+  if (R.splat[reg]) {
+    for (int64_t k = 0; k < B.m; ++k) store(R, reg, t, p + k * along * static_cast<int64_t>(c10::elementSize(t)), across, B.W);
+    return;
+  }
+  const float* base = R.ptr[reg];
+  for (int64_t k = 0; k < B.m; ++k) {  // step k's W values, stored from the register read at k * W
+    R.ptr[reg] = base + k * B.W;
+    store(R, reg, t, p + k * along * static_cast<int64_t>(c10::elementSize(t)), across, B.W, stream);
+  }
+  R.ptr[reg] = base;
+}
+
+// One block of a phase. first: the task's first block (kept values are computed); row_outputs:
+// the block holding the row's first step (row outputs are stored, once).
+inline void run_column_block(const std::vector<PInstr>& code, const std::vector<int>& slot, const FusedCall& c, Regs& R,
+                             ColState& S, const ColBlock& B, bool first, bool row_outputs) {
+  const int64_t n = B.n();
   using P = POp;
   auto direct = [&](const PInstr& I) -> float* {
-    if (I.out < 0 || B.out_stride[I.out] != 1 || c.out[I.out].dtype != c10::kFloat || c.in_place[I.out]) return nullptr;
+    if (I.out < 0 || !B.dense(B.out_across[I.out], B.out_along[I.out]) || c.out[I.out].dtype != c10::kFloat ||
+        c.in_place[I.out])
+      return nullptr;
     return reinterpret_cast<float*>(B.out[I.out]);
   };
   auto streams = [&](const PInstr& I) { return I.out >= 0 && c.stream[I.out] && direct(I); };
@@ -176,17 +234,19 @@ inline void run_column_step(const std::vector<PInstr>& code, const std::vector<i
       continue;
     }
     switch (I.op) {
-      case P::Load: load(R, I.dst, c.in[I.a].dtype, B.in[I.a], B.in_stride[I.a], n); break;
+      case P::Load: column_load(R, I.dst, c.in[I.a].dtype, B.in[I.a], B.in_across[I.a], B.in_along[I.a], B); break;
       case P::Cols: R.set_splat(I.dst, B.cols); break;
       case P::Const: R.set_splat(I.dst, I.imm); break;
       case P::RSum:
       case P::RMax:
       case P::RMin:
       case P::RSumSq:
-      case P::RSumExp: column_reduce(R, I, S.part_of(I.dst), n); break;
-      case P::Store: store(R, I.b, c.out[I.a].dtype, B.out[I.a], B.out_stride[I.a], n, c.stream[I.a]); break;
-      case P::StoreRow:
-        if (row_outputs) store(R, I.b, c.out[I.a].dtype, B.out[I.a], B.out_stride[I.a], n);
+      case P::RSumExp: column_reduce(R, I, S.part_of(I.dst), B.W, B.m); break;
+      case P::Store:
+        column_store(R, I.b, c.out[I.a].dtype, B.out[I.a], B.out_across[I.a], B.out_along[I.a], B, c.stream[I.a]);
+        break;
+      case P::StoreRow:  // the first step's W values (every step holds the same)
+        if (row_outputs) store(R, I.b, c.out[I.a].dtype, B.out[I.a], B.out_across[I.a], B.W);
         break;
       default: eval_op(I, un, bin, ter); break;
     }
@@ -202,10 +262,16 @@ inline void run_columns(const FusedCall& c) {
   const int64_t L = c.sizes[nd - 1], lanes = c.sizes[nd - 2];
   int64_t outer = 1;
   for (int d = 0; d + 2 < nd; ++d) outer *= c.sizes[d];
-  const int64_t W = std::min(kBlock, lanes), nW = (lanes + W - 1) / W;
   const int64_t threads = at::get_num_threads();
+  // Lanes per block: up to a register's kBlock, so that a task reads whole stretches of memory.
+  // (Narrower blocks whose whole length stays in L2 across a program's phases were tried: a
+  // strip of 32 lanes read at a 3 KB stride from DRAM took 2.4x the time of reading the phases'
+  // full rows again, x - x.mean(0) on [8192, 768].)
+  const int64_t W = std::min(kBlock, lanes);
+  const int64_t nW = (lanes + W - 1) / W;
   // Splits of the row's length: enough tasks for every thread, each at least 64 steps long.
   const int64_t nS = std::max<int64_t>(1, std::min((threads + outer * nW - 1) / (outer * nW), L / 64));
+  const int64_t m_max = std::max<int64_t>(1, std::min(kBlock / W, kColumnChunk));  // steps per block
   count_column_call();
   // Per reduction register: its result per row ([outer, lanes]), and the splits' partial results.
   std::vector<int> red_index(p.num_regs, -1);
@@ -214,81 +280,94 @@ inline void run_columns(const FusedCall& c) {
     for (const PInstr& I : code)
       if (pop_is_reduction(I.op)) red_index[I.dst] = nred++;
   const int64_t rows = outer * lanes;
-  std::vector<float> result(static_cast<size_t>(nred) * rows), partial(static_cast<size_t>(nred) * nS * rows);
+  std::vector<float> result(static_cast<size_t>(nred) * rows), partial;
+  if (nS > 1) partial.resize(static_cast<size_t>(nred) * nS * rows);
   std::vector<std::vector<int>> slots;
+  std::vector<std::vector<const PInstr*>> reds(p.phases.size());
   int kept = 0;
   {
     std::vector<uint8_t> ready(p.num_regs, 0);
-    for (const auto& code : p.phases) {
-      slots.push_back(kept_slots(code, c, ready, kept));
-      for (const PInstr& I : code)
-        if (pop_is_reduction(I.op)) ready[I.dst] = 1;
+    for (size_t ph = 0; ph < p.phases.size(); ++ph) {
+      slots.push_back(kept_slots(p.phases[ph], c, ready, kept));
+      for (const PInstr& I : p.phases[ph])
+        if (pop_is_reduction(I.op)) ready[I.dst] = 1, reds[ph].push_back(&I);
     }
   }
-  std::vector<int> ready;  // reduction registers complete before this phase
-  for (size_t ph = 0; ph < p.phases.size(); ++ph) {
+  // Phase ph of tasks [t0, t1) (a task: one block of lanes, one split of the row); `ready`: the
+  // reductions of the phases before it.
+  std::vector<int> ready;
+  auto run_tasks = [&](int64_t t0, int64_t t1, size_t ph) {
+    thread_local Regs regs;
+    thread_local ColState state;
+    Regs& R = regs;  // one TLS lookup per task, not one per use
+    ColState& S = state;
+    R.reset(p.num_regs);
+    S.reset(p.num_regs, kept);
+    ColBlock B;
+    const size_t ni = c.in.size(), no = c.out.size();
+    B.in.resize(ni), B.in_across.resize(ni), B.in_along.resize(ni);
+    B.out.resize(no), B.out_across.resize(no), B.out_along.resize(no);
+    for (size_t k = 0; k < ni; ++k) B.in_across[k] = c.in[k].strides[nd - 2], B.in_along[k] = c.in[k].strides[nd - 1];
+    for (size_t k = 0; k < no; ++k) B.out_across[k] = c.out[k].strides[nd - 2], B.out_along[k] = c.out[k].strides[nd - 1];
+    B.cols = static_cast<float>(L);
+    SmallVec<int64_t> in_off(ni), out_off(no);
     const auto& code = p.phases[ph];
-    std::vector<const PInstr*> reds;
-    for (const PInstr& I : code)
-      if (pop_is_reduction(I.op)) reds.push_back(&I);
-    at::parallel_for(0, outer * nW * nS, 1, [&](int64_t t0, int64_t t1) {
-      thread_local Regs regs;
-      thread_local ColState state;
-      Regs& R = regs;  // one TLS lookup per task, not one per use
-      ColState& S = state;
-      R.reset(p.num_regs);
-      S.reset(p.num_regs, kept);
-      Block B;
-      const size_t ni = c.in.size(), no = c.out.size();
-      B.in.resize(ni), B.in_stride.resize(ni), B.out.resize(no), B.out_stride.resize(no), B.row_out.resize(no);
-      for (size_t k = 0; k < ni; ++k) B.in_stride[k] = c.in[k].strides[nd - 2];
-      for (size_t k = 0; k < no; ++k) B.out_stride[k] = c.out[k].strides[nd - 2];
-      B.cols = static_cast<float>(L);
-      SmallVec<int64_t> in_off(ni), out_off(no);
-      for (int64_t t = t0; t < t1; ++t) {
-        const int64_t split = t % nS, w0 = (t / nS % nW) * W, o = t / nS / nW;
-        const int64_t j_begin = L * split / nS, j_end = L * (split + 1) / nS;
-        B.n = std::min(W, lanes - w0);
-        for (size_t k = 0; k < ni; ++k) in_off[k] = w0 * c.in[k].strides[nd - 2];
-        for (size_t k = 0; k < no; ++k) out_off[k] = w0 * c.out[k].strides[nd - 2];
-        for (int64_t d = nd - 3, rest = o; d >= 0; --d) {
-          const int64_t i = rest % c.sizes[d];
-          rest /= c.sizes[d];
-          for (size_t k = 0; k < ni; ++k) in_off[k] += i * c.in[k].strides[d];
-          for (size_t k = 0; k < no; ++k) out_off[k] += i * c.out[k].strides[d];
-        }
-        const int64_t row0 = o * lanes + w0;  // this block's first row in `result`
-        for (const PInstr* I : reds) std::fill(S.acc_of(I->dst), S.acc_of(I->dst) + B.n, reduction_init(I->op));
-        for (int64_t j0 = j_begin; j0 < j_end; j0 += kColumnChunk) {
-          for (const PInstr* I : reds) std::fill(S.part_of(I->dst), S.part_of(I->dst) + B.n, reduction_init(I->op));
-          for (int64_t j = j0; j < std::min(j_end, j0 + kColumnChunk); ++j) {
-            for (size_t k = 0; k < ni; ++k)
-              B.in[k] = static_cast<const char*>(c.in[k].data) +
-                        (in_off[k] + j * c.in[k].strides[nd - 1]) * static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
-            for (size_t k = 0; k < no; ++k)  // a row output's stride along the row is 0
-              B.out[k] = static_cast<char*>(c.out[k].data) +
-                         (out_off[k] + j * c.out[k].strides[nd - 1]) * static_cast<int64_t>(c10::elementSize(c.out[k].dtype));
-            for (int reg : ready) {
-              R.splat[reg] = 0;
-              R.ptr[reg] = &result[static_cast<size_t>(red_index[reg]) * rows + row0];
-            }
-            run_column_step(code, slots[ph], c, R, S, B, j == j_begin, j == 0);
-          }
-          for (const PInstr* I : reds) fold_chunk(I->op, S.acc_of(I->dst), S.part_of(I->dst), B.n);
-        }
-        for (const PInstr* I : reds)
-          std::copy(S.acc_of(I->dst), S.acc_of(I->dst) + B.n,
-                    &partial[(static_cast<size_t>(red_index[I->dst]) * nS + split) * rows + row0]);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t split = t % nS, w0 = (t / nS % nW) * W, o = t / nS / nW;
+      const int64_t j_begin = L * split / nS, j_end = L * (split + 1) / nS;
+      B.W = std::min(W, lanes - w0);
+      for (size_t k = 0; k < ni; ++k) in_off[k] = w0 * c.in[k].strides[nd - 2];
+      for (size_t k = 0; k < no; ++k) out_off[k] = w0 * c.out[k].strides[nd - 2];
+      for (int64_t d = nd - 3, rest = o; d >= 0; --d) {
+        const int64_t i = rest % c.sizes[d];
+        rest /= c.sizes[d];
+        for (size_t k = 0; k < ni; ++k) in_off[k] += i * c.in[k].strides[d];
+        for (size_t k = 0; k < no; ++k) out_off[k] += i * c.out[k].strides[d];
       }
-      end_streams();
-    });
-    // The splits' partial results, combined in split order (the same bits at every call).
-    for (const PInstr* I : reds) {
-      float* r = &result[static_cast<size_t>(red_index[I->dst]) * rows];
+      const int64_t row0 = o * lanes + w0;  // this block's first row in `result`
+      const int64_t m_first = std::min(m_max, j_end - j_begin);
+      for (int reg : ready) {  // the complete reductions, repeated for each step of a block
+        const float* r = &result[static_cast<size_t>(red_index[reg]) * rows + row0];
+        float* d = S.tile_of(reg);
+        for (int64_t k = 0; k < m_first; ++k) std::copy(r, r + B.W, d + k * B.W);
+      }
+      for (const PInstr* I : reds[ph]) std::fill(S.acc_of(I->dst), S.acc_of(I->dst) + B.W, reduction_init(I->op));
+      for (int64_t j0 = j_begin; j0 < j_end; j0 += kColumnChunk) {
+        const int64_t chunk_end = std::min(j_end, j0 + kColumnChunk);
+        for (const PInstr* I : reds[ph]) std::fill(S.part_of(I->dst), S.part_of(I->dst) + B.W, reduction_init(I->op));
+        for (int64_t j = j0; j < chunk_end; j += B.m) {
+          B.m = std::min(m_max, chunk_end - j);
+          for (size_t k = 0; k < ni; ++k)
+            B.in[k] = static_cast<const char*>(c.in[k].data) +
+                      (in_off[k] + j * B.in_along[k]) * static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
+          for (size_t k = 0; k < no; ++k)  // a row output's stride along the row is 0
+            B.out[k] = static_cast<char*>(c.out[k].data) +
+                       (out_off[k] + j * B.out_along[k]) * static_cast<int64_t>(c10::elementSize(c.out[k].dtype));
+          for (int reg : ready) {
+            R.splat[reg] = 0;
+            R.ptr[reg] = S.tile_of(reg);
+          }
+          run_column_block(code, slots[ph], c, R, S, B, j == j_begin, j == 0);
+        }
+        for (const PInstr* I : reds[ph]) fold_chunk(I->op, S.acc_of(I->dst), S.part_of(I->dst), B.W);
+      }
+      for (const PInstr* I : reds[ph]) {  // one split: the result itself; several: combined below
+        float* to = nS == 1 ? &result[static_cast<size_t>(red_index[I->dst]) * rows + row0]
+                            : &partial[(static_cast<size_t>(red_index[I->dst]) * nS + split) * rows + row0];
+        std::copy(S.acc_of(I->dst), S.acc_of(I->dst) + B.W, to);
+      }
+    }
+    end_streams();
+  };
+  for (size_t ph = 0; ph < p.phases.size(); ++ph) {  // one loop per phase: the splits' results combine between
+    at::parallel_for(0, outer * nW * nS, 1, [&](int64_t t0, int64_t t1) { run_tasks(t0, t1, ph); });
+    for (const PInstr* I : reds[ph]) {
+      ready.push_back(I->dst);
+      if (nS == 1) continue;
+      float* r = &result[static_cast<size_t>(red_index[I->dst]) * rows];  // in split order: the same bits every call
       const float* q = &partial[static_cast<size_t>(red_index[I->dst]) * nS * rows];
       std::copy(q, q + rows, r);
       for (int64_t sp = 1; sp < nS; ++sp) fold_chunk(I->op, r, q + sp * rows, rows);
-      ready.push_back(I->dst);
     }
   }
 }
