@@ -16,10 +16,10 @@ torch.manual_seed(0)
 
 
 def assert_in_cpp(model, *inputs):
-    """The compiled forward ran in C++ (ATen or oneDNN kernels), no Interpreter node."""
+    """The compiled forward ran in C++ (ATen, oneDNN or fused CPU kernels), no Interpreter node."""
     kc = counts(model, *clone_inputs(inputs))
     assert kc["interpreter"] == 0, kc
-    assert kc["aten"] + kc["onednn"] > 0, kc
+    assert kc["aten"] + kc["onednn"] + kc["cpu_fused"] > 0, kc
     return kc
 
 
