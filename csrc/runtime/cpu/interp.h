@@ -369,9 +369,14 @@ inline void reduce(Regs& R, const PInstr& I, int64_t n) {
 
 inline bool is_sum(POp op) { return op == POp::RSum || op == POp::RSumSq || op == POp::RSumExp; }
 
+// A reduction's starting value: 0 for sums, -inf for max, +inf for min.
+inline float reduction_init(POp op) {
+  return is_sum(op) ? 0.f : op == POp::RMax ? -std::numeric_limits<float>::infinity()
+                                            : std::numeric_limits<float>::infinity();
+}
+
 inline void start_reduction(Regs& R, const PInstr& I) {
-  const float init = is_sum(I.op) ? 0.f : I.op == POp::RMax ? -std::numeric_limits<float>::infinity()
-                                                            : std::numeric_limits<float>::infinity();
+  const float init = reduction_init(I.op);
   R.acc[I.dst] = Vec(init);
   R.sacc[I.dst] = init;
 }

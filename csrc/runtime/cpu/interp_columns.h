@@ -145,11 +145,6 @@ inline void column_reduce(const Regs& R, const PInstr& I, float* part, int64_t W
   column_reduce_with(R, I, part, W, m, [](Vec x, Vec y) { return x + y; });  // NaN propagates through max/min, as eager's
 }
 
-inline float reduction_init(POp op) {
-  return op == POp::RMax ? -std::numeric_limits<float>::infinity()
-         : op == POp::RMin ? std::numeric_limits<float>::infinity() : 0.f;
-}
-
 // acc = combine(acc, part), lane by lane.
 inline void fold_chunk(POp op, float* acc, const float* part, int64_t n) {
   auto loop = [&](auto combine) {
