@@ -368,26 +368,25 @@ class CpuFusedKernel final : public Kernel {
       c10::MemoryFormat f = o.format;
       if ((f == c10::MemoryFormat::ChannelsLast && p.rank != 4) || (f == c10::MemoryFormat::ChannelsLast3d && p.rank != 5))
         f = c10::MemoryFormat::Contiguous;
-      if (!p.perm.empty()) {  // eager's layout in eager's dims, seen permuted
-        ret[k] = !eager_strides[k].empty() ? pooled_empty_strided(eager_D, eager_strides[k], o.dtype)
-                                           : pooled_empty(eager_D, o.dtype, f);
-        out[k] = to_program_order(ret[k], p.rank, p.perm);
-      } else {
-        // In place: elementwise, each block's stores follow all its loads (no direct write: below).
-        for (size_t j = 0; j < nin && !out[k].defined(); ++j)
-          if (dying[j] && in[j].scalar_type() == o.dtype && in[j].sizes().equals(D) &&
-              (rd == 0 ? same_strides(in[j], D, eager_strides[k]) : in[j].is_contiguous(f)) && !in[j].is_neg() && !in[j].is_conj()) {
-            out[k] = in[j];
-            dying[j] = 0;
-            in_place[k] = 1;
-            ++cpu::g_in_place;
-          }
-        if (!out[k].defined())
-          out[k] = !eager_strides[k].empty() ? pooled_empty_strided(D, eager_strides[k], o.dtype)
-                   : rd > 0                  ? pooled_empty(D, o.dtype, f)  // the layout eager gave at trace time
-                                             : pooled_empty(D, o.dtype);
+      // In place (pointwise programs only: `dying` is never set for a row program): elementwise,
+      // each block's stores follow all its loads (no direct write: below).
+      for (size_t j = 0; j < nin && !out[k].defined(); ++j)
+        if (dying[j] && in[j].scalar_type() == o.dtype && in[j].sizes().equals(D) &&
+            same_strides(in[j], D, eager_strides[k]) && !in[j].is_neg() && !in[j].is_conj()) {
+          out[k] = in[j];
+          dying[j] = 0;
+          in_place[k] = 1;
+          ++cpu::g_in_place;
+        }
+      if (out[k].defined()) {
         ret[k] = out[k];
+        continue;
       }
+      // Eager's layout in eager's dims (a permuted program sees it permuted).
+      ret[k] = !eager_strides[k].empty() ? pooled_empty_strided(eager_D, eager_strides[k], o.dtype)
+               : rd > 0                  ? pooled_empty(eager_D, o.dtype, f)  // the layout eager gave at trace time
+                                         : pooled_empty(eager_D, o.dtype);
+      out[k] = p.perm.empty() ? ret[k] : to_program_order(ret[k], p.rank, p.perm);
     }
     bool empty = false;
     for (int64_t d : D) empty |= d == 0;
