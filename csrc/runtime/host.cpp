@@ -100,4 +100,14 @@ bool native_bf16() {
          isa == "avx512_core_amx_fp16";
 }
 
+int64_t last_level_cache_bytes() {
+  static const int64_t bytes = [] {
+    const char* env = std::getenv("FXCPP_LLC_BYTES");
+    const long long forced = env ? std::atoll(env) : 0;
+    if (forced > 0) return static_cast<int64_t>(forced);
+    return host().l3 > 0 ? host().l3 : host().l2 > 0 ? host().l2 : int64_t{32} << 20;
+  }();
+  return bytes;
+}
+
 }  // namespace fxcpp

@@ -26,4 +26,11 @@ const HostInfo& host();
 // =native forces either (tests cover both paths on any host); read at each call.
 bool native_bf16();
 
+// The last-level cache's size in bytes, for blocking and streaming decisions: the L3 (the L2
+// where there is none; 32 MiB when the system says neither). FXCPP_LLC_BYTES overrides it,
+// read once: a VM may report its host's whole L3 (480 MiB on some of this project's machines,
+// where a triad over 3 x 64 MiB already runs at DRAM speed), and the tests pin it so that the
+// same calls stream on every host.
+int64_t last_level_cache_bytes();
+
 }  // namespace fxcpp

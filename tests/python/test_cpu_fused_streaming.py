@@ -3,6 +3,11 @@ fresh fp32/bf16/fp16 outputs around the cache (fused_kernel.cpp, `streaming`). T
 those of ordinary stores: every path (pointwise blocks, packed short rows, long rows), rows
 whose starts are not aligned (those stores fall back to ordinary ones), and an output that also
 feeds the group's other members."""
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -35,3 +40,23 @@ def test_small_calls_do_not_stream():
     before = _C.cpu_fused_stats()["streamed"]
     compare(lambda x: torch.softmax(x * 0.5, -1), [torch.randn(64, 768)])
     assert _C.cpu_fused_stats()["streamed"] == before
+
+
+def test_the_streaming_rule_reads_the_pinned_cache_size():
+    """conftest pins FXCPP_LLC_BYTES; host_info reports the size the rule reads."""
+    assert _C.host_info()["llc_bytes"] == int(os.environ["FXCPP_LLC_BYTES"]) == 32 << 20
+
+
+@pytest.mark.parametrize("env, want", [(None, "host"), ("0", "host"), ("junk", "host"), ("1048576", 1 << 20)])
+def test_the_cache_size_defaults_to_the_hosts_and_the_variable_overrides_it(env, want):
+    """In a process of its own (the size is read once): unset, 0 or not a number, the host's
+    L3 (its L2, or 32 MiB, where the system reports none); a positive number of bytes wins."""
+    e = {k: v for k, v in os.environ.items() if k != "FXCPP_LLC_BYTES"}
+    if env is not None:
+        e["FXCPP_LLC_BYTES"] = env
+    out = subprocess.run([sys.executable, "-c", "import json, fxcpp; print(json.dumps(fxcpp._C.host_info()))"],
+                         env=e, capture_output=True, text=True, check=True).stdout
+    h = json.loads(out.strip().splitlines()[-1])
+    if want == "host":
+        want = h["l3"] or h["l2"] or 32 << 20
+    assert h["llc_bytes"] == want, h

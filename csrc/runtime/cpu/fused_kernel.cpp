@@ -12,7 +12,6 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <fstream>
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
@@ -21,6 +20,7 @@
 #include "runtime/buffer_pool.h"
 #include "runtime/cpu/fused_call.h"
 #include "runtime/cpu/isa.h"
+#include "runtime/host.h"
 #include "runtime/kernel.h"
 
 namespace fxcpp {
@@ -85,28 +85,6 @@ std::vector<int> centered_sum_partners(const std::vector<PInstr>& code) {
 }  // namespace cpu
 
 namespace {
-
-// The last-level cache's size, read once (32 MiB when the system does not say).
-// FXCPP_LLC_BYTES overrides it: a VM may report its host's whole L3 (480 MiB on some of this
-// project's machines), and the tests pin it so that the same calls stream on every host.
-size_t last_level_cache_bytes() {
-  static const size_t bytes = [] {
-    if (const char* env = std::getenv("FXCPP_LLC_BYTES"); env && std::strtoull(env, nullptr, 10) > 0)
-      return static_cast<size_t>(std::strtoull(env, nullptr, 10));
-    for (int idx : {3, 2}) {
-      std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx) + "/size");
-      std::string s;
-      if (f >> s && !s.empty()) {
-        size_t n = std::stoul(s);
-        if (s.back() == 'K') n <<= 10;
-        if (s.back() == 'M') n <<= 20;
-        return n;
-      }
-    }
-    return size_t{32} << 20;
-  }();
-  return bytes;
-}
 
 using cpu::FusedCall;
 using cpu::kMaxDims;
@@ -439,7 +417,7 @@ class CpuFusedKernel final : public Kernel {
     for (const auto& t : in) total += t.nbytes();
     for (const auto& t : out) total += t.nbytes();
     SmallVec<uint8_t> s(out.size(), 0);
-    if (2 * total < last_level_cache_bytes()) return s;
+    if (2 * total < static_cast<size_t>(last_level_cache_bytes())) return s;
     for (size_t k = 0; k < out.size(); ++k)
       s[k] = !in_place[k] && out[k].element_size() >= 2;  // fp32, bf16, fp16 (not bool)
     return s;
