@@ -37,6 +37,11 @@ std::string Program::str() const {
     for (size_t i = 0; i < perm.size(); ++i) os << (i ? "," : "") << perm[i];
     os << "]";
   }
+  if (!row_first.empty()) {
+    os << ", row_first=[";
+    for (size_t i = 0; i < row_first.size(); ++i) os << (i ? "," : "") << row_first[i];
+    os << "]";
+  }
   os << ")";
   auto list = [&](const std::vector<PInstr>& code) {
     for (const PInstr& i : code) {

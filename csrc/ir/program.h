@@ -93,6 +93,10 @@ struct Program {
   // With `perm`, a padded input is already in the program's order (the kept dims, in order);
   // the others are broadcast to eager's domain first, then permuted.
   std::vector<int> input_pad;
+  // Operands after the node's args: node arg row_first[i] (one with no pad) at its row's first
+  // element, broadcast along the row: load index inputs.size() + i. A centered mean is shifted
+  // by it (program_builder's shifted_centered_means), which costs a per-row value, not a pass.
+  std::vector<int> row_first;
   std::vector<ProgOutput> outputs;          // one per node output
   std::vector<std::string> covers;          // the FX nodes the group replaced, in graph order
   std::string str() const;

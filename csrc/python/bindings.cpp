@@ -276,6 +276,7 @@ PYBIND11_MODULE(_C, m) {
           d["outputs"] = n->outputs.size();
           d["row_dims"] = p.row_dims;
           d["perm"] = p.perm;
+          d["row_first"] = p.row_first;
           d["program"] = p.str();
           out.append(d);
         }

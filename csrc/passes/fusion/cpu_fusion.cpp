@@ -428,9 +428,8 @@ class Fuser {
       const Role r = grp.role.at(outs[i]);
       b.output(static_cast<int>(i), expr.at(outs[i]), outs[i]->meta->dtype, r != Role::Full);
     }
-    auto prog = std::make_shared<Program>(b.build(grp.row_dims, in_types));
+    auto prog = std::make_shared<Program>(b.build(grp.row_dims, in_types, in_pad));
     prog->rank = static_cast<int>(grp.domain.size());
-    prog->input_pad = in_pad;
     // Reduced dims other than the trailing ones: the program runs over the kept dims, then them.
     std::vector<int> perm;
     for (size_t d = 0; d < grp.domain.size(); ++d)

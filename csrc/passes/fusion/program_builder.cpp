@@ -122,22 +122,46 @@ void recompute_levels(std::vector<Expr>& ex) {
   for (size_t e = 0; e < ex.size(); ++e) level(static_cast<int>(e));
 }
 
+// The loads of a row's first element (Program::row_first), for the phased program.
+struct RowFirst {
+  size_t num_args = 0;
+  std::vector<int> input_pad;
+  std::vector<int> args;  // Program::row_first
+  // The load index of node arg a at its row's first element; -1 for an arg with a pad (per-row already).
+  int of(int a) {
+    if (a < static_cast<int>(input_pad.size()) && input_pad[a] > 0) return -1;
+    auto it = std::find(args.begin(), args.end(), a);
+    if (it == args.end()) it = args.insert(args.end(), a);
+    return static_cast<int>(num_args + (it - args.begin()));
+  }
+};
+
 // A row mean m = sum(v) / n that is subtracted from its own v (a variance, a layer_norm, a
-// standardization written out) is corrected by the sum of the centered values, c = sum(v - m),
-// accumulated beside the sum of squares: every reader of the mean reads m + c / n, and each
-// sum of squares of v - m becomes sum((v - m)^2) - c * c / n (not below 0). The corrected
-// two-pass algorithm (Chan, Golub & LeVeque, 1983): more accurate than the plain two-pass,
-// in no more passes. A row of equal values then has exactly its value as mean and a variance
-// of exactly 0, as eager's Welford kernels give; uncorrected, the mean's rounding (a few ulps)
-// came out as a nonzero std, and (v - mean) / (std + 1e-5) as values up to 0.1 where eager
-// gives 0 (fuzzer seed 7110 of grammar 2).
-void correct_centered_means(std::vector<Expr>& ex) {
+// standardization written out) is made accurate to the spread of v rather than to its size:
+// a row of equal values then has exactly its value as mean and a variance of exactly 0, as
+// eager's Welford kernels give; uncorrected, the mean's rounding (a few ulps) came out as a
+// nonzero std, and (v - mean) / (std + 1e-5) as values up to 0.1 where eager gives 0 (fuzzer
+// seed 7110 of grammar 2). Two ways, by what the group does with the centered values:
+//  - it sums their squares (a variance): the mean is corrected by the centered values' sum
+//    c = sum(v - m), accumulated in the squares' pass: every reader of the mean reads m + c / n,
+//    and each sum of squares of v - m becomes sum((v - m)^2) - c * c / n (not below 0). The
+//    corrected two-pass algorithm (Chan, Golub & LeVeque, 1983), in no more passes.
+//  - it does not (x - x.mean(0)), and the program is the phased one (`first` given: run by
+//    columns or along rows too long to pack, each phase reading the rows from memory again): c would cost a pass of its own, three where eager makes two. The mean is shifted
+//    instead: s = v at the row's first element (a per-row load, `RowFirst`), then
+//    m = s + sum(v - s) / n, summed in the mean's own pass. Where that is not finite (s is inf,
+//    v - s overflows where v does not, or the row holds inf) the plain sum(v) / n from the same
+//    pass is the mean, as eager's. x - x.mean(0) on [65536, 768] fp32: 0.75x the time
+//    (benchmarks/results/outer-reductions/ab_shifted.txt). The single-list program (packed rows,
+//    read from memory once) keeps the corrected mean: its extra pass is over L1,
+//    and shifted it took 1.12x the time (x - x.mean(-1, keepdim=True), same shape).
+void correct_centered_means(std::vector<Expr>& ex, RowFirst* first) {
   const size_t n0 = ex.size();
   auto push = [&](Expr e) {
     ex.push_back(e);
     return static_cast<int>(ex.size()) - 1;
   };
-  auto row_op = [](POp op, int a, int b) { return Expr{op, a, b, -1, 0.f, 0, true}; };
+  auto row_op = [](POp op, int a, int b, int c = -1) { return Expr{op, a, b, c, 0.f, 0, true}; };
   auto is_mean_of = [&](int m, int v) {
     return ex[m].op == POp::Div && ex[ex[m].a].op == POp::RSum && ex[ex[m].a].a == v && ex[ex[m].b].op == POp::Cols;
   };
@@ -151,7 +175,39 @@ void correct_centered_means(std::vector<Expr>& ex) {
     if (x.op == POp::Sub && (ex[x.b].op == POp::RoundBf16 || ex[x.b].op == POp::RoundHalf) && is_mean_of(ex[x.b].a, x.a))
       x.b = ex[x.b].a;
   }
-  int zero = -1;  // one constant 0 for every clamped sum of squares
+  int zero = -1, inf = -1;  // shared constants
+  auto constant = [&](int& id, float v) {
+    if (id < 0) {
+      Expr k{POp::Const};
+      k.imm = v;
+      k.row = true;
+      id = push(k);
+    }
+    return id;
+  };
+  // |a| < inf: 1 where a is finite (NaN is not).
+  auto finite = [&](int a) {
+    return push(row_op(POp::Lt, push(Expr{POp::Abs, a, -1, -1, 0.f, 0, true}), constant(inf, std::numeric_limits<float>::infinity())));
+  };
+  // v at its row's first element: v's per-element expressions again, over first-element loads.
+  std::unordered_map<int, int> at_first;
+  std::function<int(int)> first_of = [&](int e) -> int {
+    if (ex[e].row) return e;  // constants, reductions and what is built from them
+    if (auto it = at_first.find(e); it != at_first.end()) return it->second;
+    Expr y = ex[e];
+    if (y.op == POp::Load) {
+      const int k = first->of(y.a);
+      if (k < 0) return e;  // a per-row input already
+      y.a = k;
+    } else {
+      for (int* o : {&y.a, &y.b, &y.c})
+        if (*o >= 0) *o = first_of(*o);
+    }
+    y.row = true;
+    const int id = push(y);
+    at_first.emplace(e, id);
+    return id;
+  };
   bool changed = false;
   for (size_t mi = 0; mi < n0; ++mi) {
     const int m = static_cast<int>(mi);
@@ -159,40 +215,40 @@ void correct_centered_means(std::vector<Expr>& ex) {
     if (mean.op != POp::Div || !is_mean_of(m, ex[mean.a].a)) continue;
     const int v = ex[mean.a].a;
     auto centered = [&](int d) { return d >= 0 && ex[d].op == POp::Sub && ex[d].a == v && ex[d].b == m; };
-    bool any = false;
-    for (size_t d = 0; d < n0; ++d) any = any || centered(static_cast<int>(d));
+    auto squares_centered = [&](size_t x) {
+      if (ex[x].op != POp::RSum || ex[ex[x].a].op != POp::Mul) return false;
+      const Expr sq = ex[ex[x].a];
+      return sq.a == sq.b && centered(sq.a);
+    };
+    bool any = false, squares = false;
+    for (size_t d = 0; d < n0; ++d) {
+      any = any || centered(static_cast<int>(d));
+      squares = squares || squares_centered(d);
+    }
     if (!any) continue;
+    changed = true;
     const int m_old = push(mean);
+    if (!squares && first) {  // shifted by the row's first value
+      const int s0 = first_of(v);
+      const int s = push(row_op(POp::Where, finite(s0), s0, constant(zero, 0.f)));
+      const int t = push(Expr{POp::RSum, push(Expr{POp::Sub, v, s, -1, 0.f, 0, ex[v].row}), -1, -1, 0.f, 0, true});
+      const int shifted = push(row_op(POp::Add, s, push(row_op(POp::Div, t, mean.b))));
+      ex[m] = row_op(POp::Where, finite(shifted), shifted, m_old);
+      continue;
+    }
     const int d_old = push(Expr{POp::Sub, v, m_old, -1, 0.f, 0, ex[v].row});
     const int c = push(Expr{POp::RSum, d_old, -1, -1, 0.f, 0, true});
     const int cn = push(row_op(POp::Div, c, mean.b));
     // Sums of squares of the centered values, from the uncorrected ones (the same pass as c).
     for (size_t x = 0; x < n0; ++x) {
-      if (ex[x].op != POp::RSum || ex[ex[x].a].op != POp::Mul) continue;
-      const Expr sq = ex[ex[x].a];
-      if (sq.a != sq.b || !centered(sq.a)) continue;
+      if (!squares_centered(x)) continue;
       const int s = push(Expr{POp::RSum, push(Expr{POp::Mul, d_old, d_old, -1, 0.f, 0, ex[v].row}), -1, -1, 0.f, 0, true});
-      if (zero < 0) {
-        Expr z{POp::Const};
-        z.row = true;
-        zero = push(z);
-      }
-      ex[x] = row_op(POp::Max, push(row_op(POp::Sub, s, push(row_op(POp::Mul, c, cn)))), zero);  // NaN stays NaN
+      ex[x] = row_op(POp::Max, push(row_op(POp::Sub, s, push(row_op(POp::Mul, c, cn)))), constant(zero, 0.f));  // NaN stays NaN
     }
     // The centered values v - m now read the corrected mean, where the mean is finite. A row
     // holding inf has an infinite (or NaN) mean and c = sum(v - m) is NaN: eager's mean stays
     // inf there, so that v - m is -inf beside a finite v (was NaN).
-    if (zero < 0) {
-      Expr z{POp::Const};
-      z.row = true;
-      zero = push(z);
-    }
-    Expr inf{POp::Const};
-    inf.imm = std::numeric_limits<float>::infinity();
-    inf.row = true;
-    const int finite = push(row_op(POp::Lt, push(Expr{POp::Abs, m_old, -1, -1, 0.f, 0, true}), push(inf)));
-    ex[m] = row_op(POp::Add, m_old, push(Expr{POp::Where, finite, cn, zero, 0.f, 0, true}));
-    changed = true;
+    ex[m] = row_op(POp::Add, m_old, push(row_op(POp::Where, finite(m_old), cn, constant(zero, 0.f))));
   }
   if (changed) recompute_levels(ex);
 }
@@ -203,8 +259,8 @@ void correct_centered_means(std::vector<Expr>& ex) {
 //   sum(exp(a - b)): likewise, unless `keep_exp` and the exponentials are read again (a
 //     single-list program keeps them: exp is worth computing once);
 //   exp(a - b), (a - b) * c, a * b + c, (a * b) * c: where the inner value has no other reader.
-std::vector<Expr> rewrite(std::vector<Expr> ex, const std::vector<Out>& outputs, bool keep_exp) {
-  correct_centered_means(ex);
+std::vector<Expr> rewrite(std::vector<Expr> ex, const std::vector<Out>& outputs, bool keep_exp, RowFirst* first) {
+  correct_centered_means(ex, first);
   std::vector<int> uses = count_uses(ex, outputs);
   Expr zero{POp::Const};  // appended first: nothing below may grow `ex` while it is walked
   zero.row = true;
@@ -373,17 +429,20 @@ class Codegen {
 
 }  // namespace
 
-Program ProgramBuilder::build(int row_dims, std::vector<c10::ScalarType> inputs) const {
+Program ProgramBuilder::build(int row_dims, std::vector<c10::ScalarType> inputs, std::vector<int> input_pad) const {
   Program p;
   p.row_dims = row_dims;
   p.inputs = std::move(inputs);
+  input_pad.resize(p.inputs.size(), 0);
+  p.input_pad = input_pad;
+  RowFirst first{p.inputs.size(), std::move(input_pad), {}};
   int nout = 0;
   for (const Out& o : outputs_) nout = std::max(nout, o.index + 1);
   p.outputs.resize(nout);
   for (const Out& o : outputs_) p.outputs[o.index] = ProgOutput{o.dtype, o.row};
 
   // Phased: for rows longer than a block. Every reduction keeps its own register throughout.
-  const std::vector<Expr> ex = rewrite(exprs_, outputs_, /*keep_exp=*/false);
+  const std::vector<Expr> ex = rewrite(exprs_, outputs_, /*keep_exp=*/false, &first);
   int last = 0;
   for (const Out& o : outputs_) last = std::max(last, ex[o.expr].level);
   std::map<int, int> row_reg;  // ordered: the same program every build
@@ -410,11 +469,12 @@ Program ProgramBuilder::build(int row_dims, std::vector<c10::ScalarType> inputs)
   // One list: for rows that fit a block (all phases would run back to back on the same block,
   // so nothing needs recomputing) and for pointwise programs (a single phase anyway).
   if (row_dims > 0) {
-    const std::vector<Expr> ex1 = rewrite(exprs_, outputs_, /*keep_exp=*/true);
+    const std::vector<Expr> ex1 = rewrite(exprs_, outputs_, /*keep_exp=*/true, /*first=*/nullptr);
     Codegen single(ex1, outputs_, 0);
     p.single = single.emit_phase(-1, {}, last);
     p.num_regs = std::max(p.num_regs, single.registers());
   }
+  p.row_first = first.args;
   return p;
 }
 

@@ -23,7 +23,8 @@ class ProgramBuilder {
   bool is_row(int e) const { return exprs_.at(e).row; }
   // Output `index` of the node is expression e (full-size, or one value per row).
   void output(int index, int e, c10::ScalarType dtype, bool row);
-  Program build(int row_dims, std::vector<c10::ScalarType> inputs) const;
+  // inputs: each node arg's dtype; input_pad: its trailing 1-dims (Program::input_pad; empty: none).
+  Program build(int row_dims, std::vector<c10::ScalarType> inputs, std::vector<int> input_pad = {}) const;
 
  public:
   struct Expr {

@@ -376,6 +376,15 @@ class CpuFusedKernel final : public Kernel {
                                                 : "cpu_fused: a reduction over an empty dimension, compiled for non-empty rows");
       return finish(stack, ret);
     }
+    // Program::row_first: a node arg (in program order) at its row's first element, as a view
+    // broadcast along the row. After the empty check: no row is empty here.
+    for (int a : p.row_first) {
+      at::Tensor t = in[a];
+      const int64_t off = p.rank - t.dim();
+      for (int64_t j = std::max<int64_t>(0, p.rank - rd - off); j < t.dim(); ++j)
+        if (t.size(j) > 1) t = t.narrow(j, 0, 1);
+      in.push_back(std::move(t));
+    }
     SmallVec<std::pair<at::Tensor, at::Tensor>> laid_out;  // (output in eager's layout, its contiguous stand-in)
     FusedCall call = layout(p, in, out, D);
     call.in_place = in_place;
@@ -439,7 +448,10 @@ class CpuFusedKernel final : public Kernel {
     L.sizes = D;
     if (L.sizes.empty()) L.sizes = {1};  // a 0-d domain: one element
     const size_t r = L.sizes.size();
-    for (size_t k = 0; k < in.size(); ++k) L.strides.push_back(D.empty() ? std::array<int64_t, kMaxDims>{} : domain_strides(in[k], p.input_pad[k], D));
+    for (size_t k = 0; k < in.size(); ++k) {
+      const int pad = k < p.input_pad.size() ? p.input_pad[k] : 0;  // row_first operands have none
+      L.strides.push_back(D.empty() ? std::array<int64_t, kMaxDims>{} : domain_strides(in[k], pad, D));
+    }
     for (size_t k = 0; k < out.size(); ++k) {
       std::array<int64_t, kMaxDims> st{};
       if (p.outputs[k].row) {
