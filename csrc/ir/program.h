@@ -95,7 +95,7 @@ struct Program {
   std::vector<int> input_pad;
   // Operands after the node's args: node arg row_first[i] (one with no pad) at its row's first
   // element, broadcast along the row: load index inputs.size() + i. A centered mean is shifted
-  // by it (program_builder's shifted_centered_means), which costs a per-row value, not a pass.
+  // by it in a permuted group (program_builder's correct_centered_means): a per-row value, not a pass.
   std::vector<int> row_first;
   std::vector<ProgOutput> outputs;          // one per node output
   std::vector<std::string> covers;          // the FX nodes the group replaced, in graph order

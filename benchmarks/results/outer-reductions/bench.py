@@ -48,6 +48,9 @@ CASES = {
     "bias_grad_sigmoid [8192,768] sum(0)": (lambda g, x: (g * torch.sigmoid(x)).sum(0), [(8192, 768), (8192, 768)]),
     "sum0_epilogue [8192,768]": (lambda x, w: (x * 2.0).sum(0) * w + 1.0, [(8192, 768), (768,)]),
     "center_dim0 [8192,768]": (lambda x: x - x.mean(0), [(8192, 768)]),
+    "center_last [8192,768]": (lambda x: x - x.mean(-1, keepdim=True), [(8192, 768)]),  # packed rows: corrected mean
+    "center_dim0 [65536,768]": (lambda x: x - x.mean(0), [(65536, 768)]),  # 200 MB: from DRAM on every host
+    "center_long_rows [1024,65536]": (lambda x: x - x.mean(-1, keepdim=True), [(1024, 65536)]),  # phased rows
     "var_dim0 [8192,768]": (lambda x: x.var(0), [(8192, 768)]),
     "standardize_dim0 [8192,768]": (standardize_over_batch, [(8192, 768)]),
     "amax_dim1 [32,512,768]": (lambda x: (x * 0.5).amax(1), [(32, 512, 768)]),

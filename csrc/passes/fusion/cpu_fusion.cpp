@@ -428,14 +428,17 @@ class Fuser {
       const Role r = grp.role.at(outs[i]);
       b.output(static_cast<int>(i), expr.at(outs[i]), outs[i]->meta->dtype, r != Role::Full);
     }
-    auto prog = std::make_shared<Program>(b.build(grp.row_dims, in_types, in_pad));
-    prog->rank = static_cast<int>(grp.domain.size());
     // Reduced dims other than the trailing ones: the program runs over the kept dims, then them.
     std::vector<int> perm;
     for (size_t d = 0; d < grp.domain.size(); ++d)
       if (!is_reduced(grp, d)) perm.push_back(static_cast<int>(d));
     perm.insert(perm.end(), grp.reduced.begin(), grp.reduced.end());
-    if (!std::is_sorted(perm.begin(), perm.end())) prog->perm = perm;
+    const bool permuted = !std::is_sorted(perm.begin(), perm.end());
+    // A permuted program runs by columns (its rows side by side in memory), each phase a pass
+    // over the tensor: there a centered mean is shifted rather than corrected (one pass fewer).
+    auto prog = std::make_shared<Program>(b.build(grp.row_dims, in_types, in_pad, /*shift_centered_means=*/permuted));
+    prog->rank = static_cast<int>(grp.domain.size());
+    if (permuted) prog->perm = perm;
     for (size_t i = 0; i < outs.size(); ++i) {
       const Role r = grp.role.at(outs[i]);
       prog->outputs[i].keepdim = r != Role::RowDrop;

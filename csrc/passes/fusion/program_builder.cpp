@@ -122,7 +122,7 @@ void recompute_levels(std::vector<Expr>& ex) {
   for (size_t e = 0; e < ex.size(); ++e) level(static_cast<int>(e));
 }
 
-// The loads of a row's first element (Program::row_first), for the phased program.
+// The loads of a row's first element (Program::row_first), for a phased program run by columns.
 struct RowFirst {
   size_t num_args = 0;
   std::vector<int> input_pad;
@@ -146,15 +146,19 @@ struct RowFirst {
 //    c = sum(v - m), accumulated in the squares' pass: every reader of the mean reads m + c / n,
 //    and each sum of squares of v - m becomes sum((v - m)^2) - c * c / n (not below 0). The
 //    corrected two-pass algorithm (Chan, Golub & LeVeque, 1983), in no more passes.
-//  - it does not (x - x.mean(0)), and the program is the phased one (`first` given: run by
-//    columns or along rows too long to pack, each phase reading the rows from memory again): c would cost a pass of its own, three where eager makes two. The mean is shifted
-//    instead: s = v at the row's first element (a per-row load, `RowFirst`), then
+//  - it does not (x - x.mean(0)), and the group runs by columns (`first` given: the phased
+//    program of a permuted group, each phase a pass over the tensor): c would cost a pass of
+//    its own, three where eager makes two. The mean is shifted instead: s = v at the row's
+//    first element (a per-row load, `RowFirst`, computed once per block of columns), then
 //    m = s + sum(v - s) / n, summed in the mean's own pass. Where that is not finite (s is inf,
 //    v - s overflows where v does not, or the row holds inf) the plain sum(v) / n from the same
-//    pass is the mean, as eager's. x - x.mean(0) on [65536, 768] fp32: 0.75x the time
-//    (benchmarks/results/outer-reductions/ab_shifted.txt). The single-list program (packed rows,
-//    read from memory once) keeps the corrected mean: its extra pass is over L1,
-//    and shifted it took 1.12x the time (x - x.mean(-1, keepdim=True), same shape).
+//    pass is the mean, as eager's. x - x.mean(0) on [65536, 768] (200 MB, from DRAM): 0.76-0.81x
+//    the time in fp32, 0.95-1.05x in bf16 (compute-bound there); on [8192, 768], which the
+//    Intel host's cache holds, 1.03-1.10x and 1.01-1.05x: the same instructions, in one pass
+//    fewer (benchmarks/results/outer-reductions/ab_shifted.txt). Rows keep the
+//    corrected mean: packed rows' extra pass is over L1 (shifted: 1.12x the time on
+//    [65536, 768] fp32), and long rows' over L2, where the shift's per-block scalar work cost
+//    more than the pass it saved ([1024, 65536] fp32: 1.04-1.15x).
 void correct_centered_means(std::vector<Expr>& ex, RowFirst* first) {
   const size_t n0 = ex.size();
   auto push = [&](Expr e) {
@@ -429,7 +433,8 @@ class Codegen {
 
 }  // namespace
 
-Program ProgramBuilder::build(int row_dims, std::vector<c10::ScalarType> inputs, std::vector<int> input_pad) const {
+Program ProgramBuilder::build(int row_dims, std::vector<c10::ScalarType> inputs, std::vector<int> input_pad,
+                              bool shift_centered_means) const {
   Program p;
   p.row_dims = row_dims;
   p.inputs = std::move(inputs);
@@ -442,7 +447,7 @@ Program ProgramBuilder::build(int row_dims, std::vector<c10::ScalarType> inputs,
   for (const Out& o : outputs_) p.outputs[o.index] = ProgOutput{o.dtype, o.row};
 
   // Phased: for rows longer than a block. Every reduction keeps its own register throughout.
-  const std::vector<Expr> ex = rewrite(exprs_, outputs_, /*keep_exp=*/false, &first);
+  const std::vector<Expr> ex = rewrite(exprs_, outputs_, /*keep_exp=*/false, shift_centered_means ? &first : nullptr);
   int last = 0;
   for (const Out& o : outputs_) last = std::max(last, ex[o.expr].level);
   std::map<int, int> row_reg;  // ordered: the same program every build

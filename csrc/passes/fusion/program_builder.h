@@ -24,7 +24,10 @@ class ProgramBuilder {
   // Output `index` of the node is expression e (full-size, or one value per row).
   void output(int index, int e, c10::ScalarType dtype, bool row);
   // inputs: each node arg's dtype; input_pad: its trailing 1-dims (Program::input_pad; empty: none).
-  Program build(int row_dims, std::vector<c10::ScalarType> inputs, std::vector<int> input_pad = {}) const;
+  // shift_centered_means: a mean subtracted from its own values, with no sum of their squares,
+  // is shifted by its row's first value rather than corrected (program_builder.cpp).
+  Program build(int row_dims, std::vector<c10::ScalarType> inputs, std::vector<int> input_pad = {},
+                bool shift_centered_means = false) const;
 
  public:
   struct Expr {
