@@ -153,7 +153,7 @@ struct RowFirst {
 //    m = s + sum(v - s) / n, summed in the mean's own pass. Where that is not finite (s is inf,
 //    v - s overflows where v does not, or the row holds inf) the plain sum(v) / n from the same
 //    pass is the mean, as eager's. x - x.mean(0) on [65536, 768] (200 MB, from DRAM): 0.76-0.81x
-//    the time in fp32, 0.95-1.05x in bf16 (compute-bound there); on [8192, 768], which the
+//    the time in fp32, 0.99-1.01x in bf16 (compute-bound there); on [8192, 768], which the
 //    Intel host's cache holds, 1.03-1.10x and 1.01-1.05x: the same instructions, in one pass
 //    fewer (benchmarks/results/outer-reductions/ab_shifted.txt). Rows keep the
 //    corrected mean: packed rows' extra pass is over L1 (shifted: 1.12x the time on
