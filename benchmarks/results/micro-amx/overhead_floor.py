@@ -1,7 +1,8 @@
 """Issue 12's tiny graph (make micro's host-overhead row) against Dynamo's own floor on this
 host: ((x + 1) * 2).relu().sum() on 16 fp32 values under no_grad, eager; torch.compile with
 backend="eager" (Dynamo, then the FX graph's ops in Python); a backend that returns a constant
-and does no work (Dynamo's guards and frame alone: what no backend can go under); and fxcpp
+and does no work (Dynamo's guards and frame alone: what no backend can go under); the same
+returning a fresh 0-d tensor at each call (an output's allocation and release); and fxcpp
 (called directly, without aot's wrappers). torch.utils.benchmark medians, two rounds, 2 threads.
 
     python benchmarks/results/micro-amx/overhead_floor.py > benchmarks/results/micro-amx/overhead_floor.txt
@@ -30,6 +31,10 @@ def floor_backend(gm, example_inputs):
     return lambda *args: (out,)
 
 
+def floor_alloc_backend(gm, example_inputs):  # the floor, returning a fresh 0-d tensor as fxcpp's plan does
+    return lambda *args: (torch.empty(()),)
+
+
 def us(fn, x):
     return tb.Timer("fn(x)", globals={"fn": fn, "x": x}, num_threads=2).blocked_autorange(min_run_time=0.7).median * 1e6
 
@@ -40,7 +45,8 @@ def main():
     x = torch.randn(16)
     fns = {"eager": tiny}
     with torch.no_grad():
-        for name, backend in (("dynamo_eager", "eager"), ("dynamo_floor", floor_backend), ("fxcpp", "fxcpp")):
+        for name, backend in (("dynamo_eager", "eager"), ("dynamo_floor", floor_backend),
+                              ("floor_alloc", floor_alloc_backend), ("fxcpp", "fxcpp")):
             code = eval(compile("lambda x: tiny(x)", f"<{name}>", "eval"), {"tiny": tiny})  # a cache entry each
             fns[name] = torch.compile(code, backend=backend)
             fns[name](x)
