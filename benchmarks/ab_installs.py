@@ -37,8 +37,12 @@ def header(after: str, rounds: int, command: str) -> str:
             f"command: {command}")
 
 
-def time_interleaved(fns: dict, samples: int, settle: int) -> dict[str, float]:
-    """Median ms per key of fns ({key: zero-argument callable}), timed interleaved."""
+def time_interleaved(fns: dict, samples: int, settle: int, shuffled: bool = False) -> dict[str, float]:
+    """Median ms per key of fns ({key: zero-argument callable}), timed interleaved under no_grad
+    (a training step enables grad itself). shuffled: each round in a random order, and each
+    sample right after one untimed call of its own, so that the key timed before it does not
+    decide what its caches hold."""
+    import random
     import time
 
     import torch
@@ -49,7 +53,13 @@ def time_interleaved(fns: dict, samples: int, settle: int) -> dict[str, float]:
             for _ in range(settle):
                 f()
         for _ in range(samples):
-            for k, f in fns.items():
+            order = list(fns)
+            if shuffled:
+                random.shuffle(order)
+            for k in order:
+                f = fns[k]
+                if shuffled:
+                    f()
                 t0 = time.perf_counter()
                 f()
                 times[k].append((time.perf_counter() - t0) * 1e3)

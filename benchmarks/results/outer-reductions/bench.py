@@ -12,17 +12,14 @@ cases whose name holds TEXT.
 """
 import json
 import os
-import random
-import statistics
 import sys
-import time
 
 import torch
 import torch._inductor.config as inductor_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, ROOT)
-from benchmarks.ab_installs import own_code  # noqa: E402
+from benchmarks.ab_installs import own_code, time_interleaved  # noqa: E402
 from benchmarks.machine import machine_info  # noqa: E402
 
 sys.path.remove(ROOT)  # fxcpp: the installed one (or PYTHONPATH's), never the source folder
@@ -70,7 +67,8 @@ class MLP(torch.nn.Module):  # a training step: each Linear's bias gradient is a
 
 def train_step(model):
     def step(x):
-        model(x).square().mean().backward()
+        with torch.enable_grad():  # timed under no_grad like the inference cases
+            model(x).square().mean().backward()
     return step
 
 
@@ -108,22 +106,7 @@ def main():
         m = __import__("copy").deepcopy(base)
         step = train_step(m if config == "eager" else torch.compile(m, backend="fxcpp" if config == "fxcpp" else "inductor"))
         fns[(TRAIN, "float32", config)] = (step, (x,))
-    times = {k: [] for k in fns}
-    grad = {k: k[0] == TRAIN for k in fns}
-    for (name, dt, config), (f, a) in fns.items():
-        with torch.set_grad_enabled(grad[(name, dt, config)]):
-            for _ in range(5):
-                f(*a)
-    for _ in range(30):
-        order = list(fns)
-        random.shuffle(order)
-        for k in order:
-            f, a = fns[k]
-            with torch.set_grad_enabled(grad[k]):
-                f(*a)
-                t = time.perf_counter()
-                f(*a)
-                times[k].append(time.perf_counter() - t)
+    med_ms = time_interleaved({k: (lambda f=f, a=a: f(*a)) for k, (f, a) in fns.items()}, 30, 5, shuffled=True)
     info = machine_info(2, "python benchmarks/results/outer-reductions/bench.py" + (" --fxcpp-only" if fxcpp_only else ""))
     info["fxcpp"] = os.path.dirname(fxcpp.__file__)
     print(json.dumps({k: info[k] for k in ("cpu_model", "host", "torch_version", "git_commit", "git_dirty", "date", "fxcpp")}))
@@ -131,9 +114,9 @@ def main():
     print(f"{'case':38s} {'dtype':9s}{cols}  " + "  ".join(f"{c} / eager" for c in configs[1:]))
     for name in [*CASES, TRAIN]:
         for dt in ("float32", "bfloat16") if name != TRAIN else ("float32",):
-            if (name, dt, "eager") not in times:
+            if (name, dt, "eager") not in med_ms:
                 continue
-            med = {c: statistics.median(times[(name, dt, c)]) * 1e3 for c in configs}
+            med = {c: med_ms[(name, dt, c)] for c in configs}
             print(f"{name:38s} {dt:9s}" + "".join(f"{med[c]:22.3f}" for c in configs) + "  " +
                   "  ".join(f"{med[c] / med['eager']:13.2f}" for c in configs[1:]))
 

@@ -8,17 +8,14 @@ Reported: medians in ms and each config's speedup over eager.
 """
 import json
 import os
-import random
-import statistics
 import sys
-import time
 
 import torch
 import torch._inductor.config as inductor_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, ROOT)
-from benchmarks.ab_installs import own_code  # noqa: E402
+from benchmarks.ab_installs import own_code, time_interleaved  # noqa: E402
 from benchmarks.machine import machine_info  # noqa: E402
 
 import fxcpp  # noqa: E402,F401
@@ -50,26 +47,13 @@ def main():
                 if config != "eager":
                     f = torch.compile(f, backend="fxcpp" if config == "fxcpp" else "inductor")
                 fns[(name, str(dt).split(".")[1], config)] = (f, args)
-    times = {k: [] for k in fns}
-    with torch.no_grad():
-        for f, a in fns.values():
-            for _ in range(5):
-                f(*a)
-        for _ in range(30):
-            order = list(fns)
-            random.shuffle(order)
-            for k in order:
-                f, a = fns[k]
-                f(*a)
-                t = time.perf_counter()
-                f(*a)
-                times[k].append(time.perf_counter() - t)
+    med_ms = time_interleaved({k: (lambda f=f, a=a: f(*a)) for k, (f, a) in fns.items()}, 30, 5, shuffled=True)
     info = machine_info(2, "python benchmarks/results/var-mean/bench.py")
     print(json.dumps({k: info[k] for k in ("cpu_model", "isa_flags", "host", "torch_version", "git_commit", "git_dirty", "date")}))
     print(f"{'case':16s} {'dtype':9s} {'eager ms':>9s} {'fxcpp ms':>9s} {'inductor_freezing ms':>21s}  fxcpp speedup  inductor speedup")
     for name in CASES:
         for dt in ("float32", "bfloat16"):
-            med = {c: statistics.median(times[(name, dt, c)]) * 1e3 for c in ("eager", "fxcpp", "inductor_freezing")}
+            med = {c: med_ms[(name, dt, c)] for c in ("eager", "fxcpp", "inductor_freezing")}
             print(f"{name:16s} {dt:9s} {med['eager']:9.3f} {med['fxcpp']:9.3f} {med['inductor_freezing']:21.3f}"
                   f"  {med['eager'] / med['fxcpp']:12.1f}x  {med['eager'] / med['inductor_freezing']:15.1f}x")
 
