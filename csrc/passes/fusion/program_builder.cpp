@@ -124,15 +124,15 @@ void recompute_levels(std::vector<Expr>& ex) {
 
 // The loads of a row's first element (Program::row_first), for a phased program run by columns.
 struct RowFirst {
-  size_t num_args = 0;
-  std::vector<int> input_pad;
-  std::vector<int> args;  // Program::row_first
-  // The load index of node arg a at its row's first element; -1 for an arg with a pad (per-row already).
+  const std::vector<int>& input_pad;  // Program::input_pad: one per node arg
+  std::vector<int> args;              // Program::row_first
+  // The load index of node arg a at its row's first element (after the node args); -1 for an
+  // arg with a pad (per-row already).
   int of(int a) {
-    if (a < static_cast<int>(input_pad.size()) && input_pad[a] > 0) return -1;
+    if (input_pad.at(a) > 0) return -1;
     auto it = std::find(args.begin(), args.end(), a);
     if (it == args.end()) it = args.insert(args.end(), a);
-    return static_cast<int>(num_args + (it - args.begin()));
+    return static_cast<int>(input_pad.size() + (it - args.begin()));
   }
 };
 
@@ -438,9 +438,9 @@ Program ProgramBuilder::build(int row_dims, std::vector<c10::ScalarType> inputs,
   Program p;
   p.row_dims = row_dims;
   p.inputs = std::move(inputs);
-  input_pad.resize(p.inputs.size(), 0);
-  p.input_pad = input_pad;
-  RowFirst first{p.inputs.size(), std::move(input_pad), {}};
+  p.input_pad = std::move(input_pad);
+  p.input_pad.resize(p.inputs.size(), 0);
+  RowFirst first{p.input_pad, {}};
   int nout = 0;
   for (const Out& o : outputs_) nout = std::max(nout, o.index + 1);
   p.outputs.resize(nout);
