@@ -364,6 +364,7 @@ PYBIND11_MODULE(_C, m) {
     d["l2"] = h.l2;
     d["l3"] = h.l3;
     d["llc_bytes"] = fxcpp::last_level_cache_bytes();  // what the streaming rule uses (FXCPP_LLC_BYTES)
+    d["llc_max_bytes"] = fxcpp::kMaxUsableLlcBytes;     // the most of a reported L3 it takes
     d["onednn_isa"] = h.onednn_isa;
     d["native_bf16"] = fxcpp::native_bf16();
     d["aten_isa"] = fxcpp::cpu::isa_name();

@@ -2,6 +2,7 @@
 
 #include <cpuid.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -105,7 +106,8 @@ int64_t last_level_cache_bytes() {
     const char* env = std::getenv("FXCPP_LLC_BYTES");
     const long long forced = env ? std::atoll(env) : 0;
     if (forced > 0) return static_cast<int64_t>(forced);
-    return host().l3 > 0 ? host().l3 : host().l2 > 0 ? host().l2 : int64_t{32} << 20;
+    const int64_t reported = host().l3 > 0 ? host().l3 : host().l2 > 0 ? host().l2 : int64_t{32} << 20;
+    return std::min(reported, kMaxUsableLlcBytes);
   }();
   return bytes;
 }

@@ -27,10 +27,16 @@ const HostInfo& host();
 bool native_bf16();
 
 // The last-level cache's size in bytes, for blocking and streaming decisions: the L3 (the L2
-// where there is none; 32 MiB when the system says neither). FXCPP_LLC_BYTES overrides it,
-// read once: a VM may report its host's whole L3 (480 MiB on some of this project's machines,
-// where a triad over 3 x 64 MiB already runs at DRAM speed), and the tests pin it so that the
-// same calls stream on every host.
+// where there is none; 32 MiB when the system says neither), at most kMaxUsableLlcBytes.
+// FXCPP_LLC_BYTES overrides it, read once; the tests pin it so that the same calls stream on
+// every host.
 int64_t last_level_cache_bytes();
+
+// An L3 reported larger than this is a multi-die part's total, of which a VM's few cores reach
+// a slice: some of this project's hosts report 480 MiB to a 2-core VM, where a triad over
+// 3 x 64 MiB already runs at DRAM speed (benchmarks/results/micro-amx/triad_sizes.txt) and
+// streaming stores pay from 64 MiB moved per call, not from the 240 MiB that half of 480
+// would give (benchmarks/results/streaming-stores/llc_cap/).
+constexpr int64_t kMaxUsableLlcBytes = int64_t{128} << 20;
 
 }  // namespace fxcpp

@@ -47,10 +47,12 @@ def test_the_streaming_rule_reads_the_pinned_cache_size():
     assert _C.host_info()["llc_bytes"] == int(os.environ["FXCPP_LLC_BYTES"]) == 32 << 20
 
 
-@pytest.mark.parametrize("env, want", [(None, "host"), ("0", "host"), ("junk", "host"), ("1048576", 1 << 20)])
+@pytest.mark.parametrize("env, want", [(None, "host"), ("0", "host"), ("junk", "host"), ("1048576", 1 << 20),
+                                       ("1073741824", 1 << 30)])
 def test_the_cache_size_defaults_to_the_hosts_and_the_variable_overrides_it(env, want):
     """In a process of its own (the size is read once): unset, 0 or not a number, the host's
-    L3 (its L2, or 32 MiB, where the system reports none); a positive number of bytes wins."""
+    L3 (its L2, or 32 MiB, where the system reports none), at most 128 MiB (a VM's share of a
+    multi-die L3); a positive number of bytes wins, larger than that too."""
     e = {k: v for k, v in os.environ.items() if k != "FXCPP_LLC_BYTES"}
     if env is not None:
         e["FXCPP_LLC_BYTES"] = env
@@ -58,5 +60,6 @@ def test_the_cache_size_defaults_to_the_hosts_and_the_variable_overrides_it(env,
                          env=e, capture_output=True, text=True, check=True).stdout
     h = json.loads(out.strip().splitlines()[-1])
     if want == "host":
-        want = h["l3"] or h["l2"] or 32 << 20
+        want = min(h["l3"] or h["l2"] or 32 << 20, h["llc_max_bytes"])
+        assert h["llc_max_bytes"] == 128 << 20
     assert h["llc_bytes"] == want, h
