@@ -19,7 +19,7 @@ from torch._dynamo.backends.common import aot_autograd
 
 from torch._dynamo.exc import RestartAnalysis
 
-from . import freeze, partition, precompile, user_passes
+from . import compile_session, freeze, partition, precompile, user_passes
 from .direct_call import direct_call
 from .compiled import CompiledAtenGraph, EagerFallback, dynamo_static_indices, FxcppCompileError, InterpretedGraph, dump
 from .options import Options
@@ -137,6 +137,6 @@ def backend(gm: fx.GraphModule, example_inputs, *, mode=None, options=None):
         log.info("fxcpp: mode=%r has no effect yet; compiling with the defaults", mode)
     saving = precompile.precompiling()  # torch's aot_compile asks for something it can save
     direct: list = []
-    with precompile.compiling_plainly() if saving else contextlib.nullcontext():
+    with compile_session.marked(), precompile.compiling_plainly() if saving else contextlib.nullcontext():
         fn = compile_torch_graph(gm, example_inputs, opts, gm.forward, direct_out=direct if saving else None)
     return precompile.PrecompiledGraph.of(gm, opts, fn, direct[0] if direct else None) if saving else fn

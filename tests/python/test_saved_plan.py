@@ -2,6 +2,7 @@
 builds fxcpp_run (LibTorch and fxcpp_core only), runs a saved CNN and a saved transformer
 block without Python, and compares with Python's compiled call and eager; what the runner
 cannot run is refused at save time with a clear error."""
+import fcntl
 import math
 import os
 import subprocess
@@ -23,8 +24,12 @@ BUILD = os.path.abspath(os.environ.get("FXCPP_BUILD_DIR", os.path.join(REPO, "bu
 def runner():
     if not os.path.exists(os.path.join(BUILD, "CMakeCache.txt")):
         pytest.skip(f"fxcpp was not built from this checkout ({BUILD} has no CMake build)")
-    subprocess.run(["cmake", "--build", BUILD, "--target", "fxcpp_run", "-j", str(os.cpu_count() or 2)],
-                   check=True, capture_output=True, timeout=1200)
+    # Under a lock: pytest-xdist workers each run this fixture, and one linking the binary while
+    # another executes it fails with "Permission denied" (seen with -n 14 on the GPU machine).
+    with open(os.path.join(BUILD, ".fxcpp_run.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run(["cmake", "--build", BUILD, "--target", "fxcpp_run", "-j", str(os.cpu_count() or 2)],
+                       check=True, capture_output=True, timeout=1200)
     return os.path.join(BUILD, "fxcpp_run")
 
 
