@@ -6,8 +6,10 @@ wrapper of every compiled function raises "Detected that you are using FX to sym
 dynamo-optimized function" when it finds that flag set and torch.compiler.is_compiling() false,
 from whichever thread. On torch 2.11 a service thread calling a compiled model while another
 thread compiles therefore fails (aot_eager and fxcpp alike: benchmarks/results/gpu-machine/
-fx_flag_race.txt). Where Dynamo has not set the mark, the backend sets it for its own compile,
-as 2.13 does for the session; where it has, this does nothing.
+fx_flag_race.txt), and on any torch while fxcpp.compile's plans (the direct API, a torch.fx.wrap
+split's pieces) trace at their first call, outside Dynamo. Where no one has set the mark, fxcpp
+sets it for its own compile, as torch 2.13's Dynamo does for its session; where Dynamo has, this
+does nothing.
 """
 from __future__ import annotations
 

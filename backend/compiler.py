@@ -65,7 +65,14 @@ def compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eager
     """Compile a torch-level graph; on failure apply Options.fallback. static_hint: which of
     aot's inputs hold parameters and buffers, outside Dynamo (which records them itself).
     pass_records: what pre passes a caller already ran did (its opts then have none).
-    direct_out: gets the CompiledAtenGraph when the result calls it directly (direct_call.py)."""
+    direct_out: gets the CompiledAtenGraph when the result calls it directly (direct_call.py).
+    Marked as compiling throughout (compile_session.py): aot's trace must not make other
+    threads' compiled calls fail, inside Dynamo or outside it (the direct API, fx.wrap pieces)."""
+    with compile_session.marked():
+        return _compile_torch_graph(gm, example_inputs, opts, eager_fn, static_hint, pass_records, direct_out)
+
+
+def _compile_torch_graph(gm, example_inputs, opts, eager_fn, static_hint, pass_records, direct_out):
     subdir = f"graph{next(_dynamo_graph_ids)}"
     dump(opts, subdir, "torch_graph.py", gm.code)
     records: list = list(pass_records or ())
@@ -137,6 +144,6 @@ def backend(gm: fx.GraphModule, example_inputs, *, mode=None, options=None):
         log.info("fxcpp: mode=%r has no effect yet; compiling with the defaults", mode)
     saving = precompile.precompiling()  # torch's aot_compile asks for something it can save
     direct: list = []
-    with compile_session.marked(), precompile.compiling_plainly() if saving else contextlib.nullcontext():
+    with precompile.compiling_plainly() if saving else contextlib.nullcontext():
         fn = compile_torch_graph(gm, example_inputs, opts, gm.forward, direct_out=direct if saving else None)
     return precompile.PrecompiledGraph.of(gm, opts, fn, direct[0] if direct else None) if saving else fn

@@ -93,3 +93,19 @@ def test_the_other_threads_call_runs_on_this_torch():
     assert seen["flag"] is True
     assert "error" not in seen, seen["error"]
     torch.testing.assert_close(seen["out"], want)
+
+
+def test_the_direct_apis_first_call_trace_lets_other_threads_call():
+    """fxcpp.compile traces at its first call, outside Dynamo's compile session on any torch."""
+    torch._dynamo.reset()
+
+    def compile_with(fn, decomps):
+        if decomps is None:
+            return torch.compile(fn, backend="fxcpp")
+        gm = torch.fx.symbolic_trace(fn)
+        return fxcpp.compile(gm, options={"decompositions": decomps})
+
+    seen, want = _call_from_another_thread_during_the_trace(compile_with)
+    assert seen["flag"] is True
+    assert "error" not in seen, seen["error"]
+    torch.testing.assert_close(seen["out"], want)
