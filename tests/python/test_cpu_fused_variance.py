@@ -114,3 +114,18 @@ def test_a_variance_alone_of_equal_values_is_zero(op, cols):
     assert torch.equal(v, torch.zeros(5)), v
     if op == "var_mean":
         assert torch.equal(res[1], x[:, 0]), res[1]
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+def test_a_layer_norms_two_centered_sums_share_one_pass(dtype):
+    """A LayerNorm's program subtracts the mean before it sums the squares (sub; rsum; ...;
+    rsumsq): both sums come from the one pass (interp_rows.h), counted once the second sum is
+    taken from it. The second sum used to run a pass of its own in this order."""
+    from fxcpp import _C
+
+    n = 768
+    fn = lambda x, w, b: torch.nn.functional.layer_norm(x, (n,), w, b).relu()  # noqa: E731
+    xs = make_inputs([(64, n), (n,), (n,)], DTYPES[dtype])
+    before = _C.cpu_fused_stats()["fused_reductions"]
+    compare(fn, xs)
+    assert _C.cpu_fused_stats()["fused_reductions"] > before

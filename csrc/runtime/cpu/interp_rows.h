@@ -267,7 +267,6 @@ inline bool centered_sums(PRegs& R, int ra, int rb, const PBlock& B) {
     R.cen_sum[static_cast<size_t>(j)] = at::vec::vec_reduce_all<float>(add, s0 + s1);
     R.cen_sq[static_cast<size_t>(j)] = at::vec::vec_reduce_all<float>(add, q0 + q1);
   }
-  ++R.fused;
   return true;
 }
 
@@ -450,12 +449,13 @@ inline void run_packed_block(const std::vector<PInstr>& code, const int* partner
         if (I.op == POp::Sub) put_per_row(R, code[++k].dst, R.cen_sum, B.m);  // the rsum; x is never read
         else put_per_row(R, I.dst, R.cen_sq, B.m);
         pending = -1;
+        ++R.fused;  // counted once both sums came from the one pass
         continue;
       }
       if (pending < 0 && partner[k] > ki && centered_sums(R, I.a, I.b, B)) {
+        pending = partner[k];  // before ++k below moves past the sub to its rsum
         if (I.op == POp::Sub) put_per_row(R, code[++k].dst, R.cen_sum, B.m);
         else put_per_row(R, I.dst, R.cen_sq, B.m);
-        pending = partner[k];
         continue;
       }
     }
