@@ -20,8 +20,9 @@
 // path between them), so a node joining two branches (x.clamp(...) - x.clamp_min(0)) fuses both.
 // A value others still read becomes an output of the group (stored once, where it is
 // computed). A group is kept when it does at least two ops' work, or is a variance alone
-// (ATen's is slow), and has an input with the full domain shape (so the kernel knows the
-// domain at run time).
+// (ATen's is slow), or one op whose static output ATen would map afresh at every call (32 MiB
+// and more), and has an input with the full domain shape (so the kernel knows the domain at run
+// time).
 // Otherwise the graph is left as it was.
 #include <algorithm>
 #include <map>
@@ -337,7 +338,7 @@ class Fuser {
     // [4096, 768] fp32, 2 threads; fused 0.3-0.5 ms: benchmarks/results/var-mean/).
     const bool variance =
         std::any_of(grp.members.begin(), grp.members.end(), [](const Node* m) { return is_variance(*m); });
-    if (grp.work < 2 && !variance) return false;
+    if (grp.work < 2 && !variance && !maps_fresh_output(grp)) return false;
     // A row of zero elements (a reduction over an empty dim): ATen's kernels define what it
     // gives (sum 0, mean NaN, amax raises, softmax an empty result); the fused kernel does not.
     // Dynamo specializes size 0, so a zero row is always static here.
@@ -355,6 +356,26 @@ class Fuser {
     return true;
   }
 
+  // ATen's output of 32 MiB or more is a fresh mapping at every call (glibc's mmap threshold
+  // rises no higher), and its first writes fault in every 4 KiB page; the fused kernel takes its
+  // output from the buffer pool. LayerNorm [16384, 768] fp32 alone: ATen 17.0 ms, the fused
+  // LayerNorm+ReLU 5.7 ms; at 24 MiB (bf16) ATen's is faster (results/cpu-fusion-amx/lone_norms.txt).
+  static bool maps_fresh_output(const Group& grp) {
+    int64_t bytes = 0;
+    for (const Node* m : grp.members)
+      for (const Value* v : m->outputs) {
+        if (!v->meta) continue;
+        int64_t numel = 1;
+        for (const Dim& d : v->meta->sizes) {
+          if (!d.is_static()) return false;
+          numel *= d.value;
+        }
+        bytes = std::max<int64_t>(bytes, numel * static_cast<int64_t>(c10::elementSize(v->meta->dtype)));
+      }
+    return bytes >= kFreshMappingBytes;
+  }
+
+  static constexpr int64_t kFreshMappingBytes = int64_t{32} << 20;
   static constexpr int64_t kOneThreadElements = 32768;  // ATen's GRAIN_SIZE: below it eager stays on one thread too
 
   bool replace(Group& grp) {
