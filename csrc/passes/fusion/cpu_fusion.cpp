@@ -335,7 +335,8 @@ class Fuser {
     // One op alone gains nothing from fusing: ATen's own kernel for it (a LayerNorm, a softmax,
     // a sum) is as fast or faster (benchmarks/results/cpu-fusion/). Except a variance: ATen's
     // var/std/var_mean accumulate Welford in double one element at a time (9.0 ms on
-    // [4096, 768] fp32, 2 threads; fused 0.3-0.5 ms: benchmarks/results/var-mean/).
+    // [4096, 768] fp32, 2 threads; fused 0.3-0.5 ms: benchmarks/results/var-mean/). And an op
+    // whose output ATen would map afresh at each call (maps_fresh_output, below).
     const bool variance =
         std::any_of(grp.members.begin(), grp.members.end(), [](const Node* m) { return is_variance(*m); });
     if (grp.work < 2 && !variance && !maps_fresh_output(grp)) return false;
