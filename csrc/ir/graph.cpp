@@ -27,6 +27,15 @@ std::optional<ValueKind> value_kind_named(const std::string& name) {
   return std::nullopt;
 }
 
+int64_t TensorMeta::static_nbytes() const {
+  int64_t n = static_cast<int64_t>(c10::elementSize(dtype));
+  for (const Dim& d : sizes) {
+    if (!d.is_static()) return -1;
+    n *= d.value;
+  }
+  return n;
+}
+
 std::string TensorMeta::str() const {
   std::ostringstream os;
   os << c10::toString(dtype) << "[";

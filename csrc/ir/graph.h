@@ -39,6 +39,7 @@ struct TensorMeta {
   std::vector<Dim> strides;  // may be empty when unknown
   c10::Device device{c10::kCPU};
   int64_t dim() const { return static_cast<int64_t>(sizes.size()); }
+  int64_t static_nbytes() const;  // -1 when a size is symbolic
   std::string str() const;
 };
 

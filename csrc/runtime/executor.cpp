@@ -190,22 +190,10 @@ void Executable::plan_static_part() {
   static_ = std::move(p);
 }
 
-namespace {
-// A tensor's bytes from its meta; -1 when a size is symbolic.
-int64_t static_nbytes(const TensorMeta& m) {
-  int64_t n = static_cast<int64_t>(c10::elementSize(m.dtype));
-  for (const Dim& d : m.sizes) {
-    if (!d.is_static()) return -1;
-    n *= d.value;
-  }
-  return n;
-}
-}  // namespace
-
 void Executable::plan_peak_bytes() {
   auto bytes = [&](int slot) -> int64_t {
     const Value* v = graph_->values()[slot].get();
-    return v->kind != ValueKind::Tensor || !v->meta ? 0 : static_nbytes(*v->meta);
+    return v->kind != ValueKind::Tensor || !v->meta ? 0 : v->meta->static_nbytes();
   };
   int64_t live = 0, peak = 0;
   for (const Step& s : steps_) {
@@ -228,7 +216,7 @@ void Executable::plan_brief() {
   int64_t total = 0;
   for (const auto& v : graph_->values()) {
     if (v->kind != ValueKind::Tensor) continue;
-    const int64_t n = v->meta ? static_nbytes(*v->meta) : -1;
+    const int64_t n = v->meta ? v->meta->static_nbytes() : -1;
     if (n < 0) return;
     total += n;
     if (total > kBriefBytes) return;

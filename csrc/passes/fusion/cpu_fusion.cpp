@@ -366,12 +366,9 @@ class Fuser {
     for (const Node* m : grp.members)
       for (const Value* v : m->outputs) {
         if (!v->meta) continue;
-        int64_t numel = 1;
-        for (const Dim& d : v->meta->sizes) {
-          if (!d.is_static()) return false;
-          numel *= d.value;
-        }
-        bytes = std::max<int64_t>(bytes, numel * static_cast<int64_t>(c10::elementSize(v->meta->dtype)));
+        const int64_t n = v->meta->static_nbytes();
+        if (n < 0) return false;
+        bytes = std::max(bytes, n);
       }
     return bytes >= kFreshMappingBytes;
   }
