@@ -51,6 +51,11 @@ CASES = {
     "row_broadcast_operand": (lambda x, b: (x * 2.0 + b).sum(0), [(120, 40), (120, 1)], True),  # b: one per step
     "narrow_columns": (lambda x: (x * 3.0).amin(0), [(500, 3)], False),
     "long_rows": (lambda x: (x + 1.0).sum(0) + (x * x).amax(0), [(5000, 37)], True),  # chunks and splits
+    # Lanes as wide as a transformer's row: a block holds several steps of them (kColBlock), and
+    # the step counts below leave a short last block.
+    "wide_lanes_centered": (lambda x: x - x.mean(0), [(263, 768)], True),
+    "wide_lanes_var_epilogue": (lambda x, w: x.var(0) * w + 1.0, [(130, 1000), (1000,)], True),
+    "lanes_over_two_blocks": (lambda x: (x * 2.0).sum(0) - x.amax(0), [(70, 1500)], True),
 }
 
 

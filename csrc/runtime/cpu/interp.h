@@ -121,8 +121,10 @@ struct Regs {
   std::vector<float> s, row;        // splat values; per-row reduction results
   std::vector<Vec> acc;             // reduction accumulators (vector part)
   std::vector<float> sacc;          // and their scalar part (tails, splat operands)
-  void reset(int n) {
-    buf.resize(static_cast<size_t>(n) * kBlock);
+  int64_t cap = kBlock;             // values per register
+  void reset(int n, int64_t per_reg = kBlock) {
+    cap = per_reg;
+    buf.resize(static_cast<size_t>(n) * cap);
     ptr.assign(n, nullptr);
     splat.assign(n, 0);
     s.assign(n, 0.f);
@@ -132,7 +134,7 @@ struct Regs {
   }
   float* w(int r) {  // the register's own buffer, to be written
     splat[r] = 0;
-    float* p = &buf[static_cast<size_t>(r) * kBlock];
+    float* p = &buf[static_cast<size_t>(r) * cap];
     ptr[r] = p;
     return p;
   }

@@ -44,6 +44,13 @@ inline bool runs_by_columns(const FusedCall& c) {
 // task's stretch of the row, its partial sum over a chunk, and (once complete, for the later
 // phases) its result repeated for every step of a block; per kept (j-invariant) instruction,
 // its saved value.
+// Values per register here (W lanes x m steps): four times a pointwise register, so that a block
+// of lanes as wide as a transformer's row (768) still holds several steps. At kBlock it held
+// one, and every instruction ran once per 768 values. With 4096, x - x.mean(0) takes 0.83-0.86x
+// the time on [8192, 768] fp32, 0.74-0.82x in bf16, 0.70-0.75x on [65536, 768] fp32
+// (benchmarks/results/outer-reductions/col_block.txt, README there).
+constexpr int64_t kColBlock = 4096;
+
 struct ColState {
   AlignedFloats acc, part, kept, tile;
   std::vector<const float*> kept_ptr;
@@ -52,15 +59,15 @@ struct ColState {
   void reset(int regs, int kept_slots) {
     acc.resize(static_cast<size_t>(regs) * kBlock);
     part.resize(static_cast<size_t>(regs) * kBlock);
-    tile.resize(static_cast<size_t>(regs) * kBlock);
-    kept.resize(static_cast<size_t>(std::max(kept_slots, 1)) * kBlock);
+    tile.resize(static_cast<size_t>(regs) * kColBlock);
+    kept.resize(static_cast<size_t>(std::max(kept_slots, 1)) * kColBlock);
     kept_ptr.assign(kept_slots, nullptr);
     kept_splat.assign(kept_slots, 0);
     kept_s.assign(kept_slots, 0.f);
   }
   float* acc_of(int reg) { return &acc[static_cast<size_t>(reg) * kBlock]; }
   float* part_of(int reg) { return &part[static_cast<size_t>(reg) * kBlock]; }
-  float* tile_of(int reg) { return &tile[static_cast<size_t>(reg) * kBlock]; }  // a reduction's result, m times
+  float* tile_of(int reg) { return &tile[static_cast<size_t>(reg) * kColBlock]; }  // a reduction's result, m times
   // Saves reg's value: copied where it lies in a register buffer (later instructions reuse those),
   // else (an input read in place, an output, an accumulator) the pointer alone.
   void save(Regs& R, int reg, int slot, int64_t n, int num_regs) {
@@ -68,8 +75,8 @@ struct ColState {
     kept_s[slot] = R.s[reg];
     const float* p = R.ptr[reg];
     const float* lo = &R.buf[0];
-    if (!R.splat[reg] && p >= lo && p < lo + static_cast<size_t>(num_regs) * kBlock) {
-      float* d = &kept[static_cast<size_t>(slot) * kBlock];
+    if (!R.splat[reg] && p >= lo && p < lo + static_cast<size_t>(num_regs) * R.cap) {
+      float* d = &kept[static_cast<size_t>(slot) * kColBlock];
       std::copy(p, p + n, d);
       p = d;
     }
@@ -160,7 +167,7 @@ inline void fold_chunk(POp op, float* acc, const float* part, int64_t n) {
 // A block: m steps (along the row) of W lanes (rows side by side). A register holds its W*m
 // values step by step (element (k, i) at k * W + i); one op runs over all of them at once, so a
 // block of narrow columns (64 channels of an NHWC tensor) still gives each instruction about
-// kBlock elements.
+// kColBlock elements.
 struct ColBlock {
   int64_t W = 0, m = 1;
   float cols = 1.f;
@@ -266,7 +273,7 @@ inline void run_columns(const FusedCall& c) {
   const int64_t nW = (lanes + W - 1) / W;
   // Splits of the row's length: enough tasks for every thread, each at least 64 steps long.
   const int64_t nS = std::max<int64_t>(1, std::min((threads + outer * nW - 1) / (outer * nW), L / 64));
-  const int64_t m_max = std::max<int64_t>(1, std::min(kBlock / W, kColumnChunk));  // steps per block
+  const int64_t m_max = std::max<int64_t>(1, std::min(kColBlock / W, kColumnChunk));  // steps per block
   count_column_call();
   // Per reduction register: its result per row ([outer, lanes]), and the splits' partial results.
   std::vector<int> red_index(p.num_regs, -1);
@@ -296,7 +303,7 @@ inline void run_columns(const FusedCall& c) {
     thread_local ColState state;
     Regs& R = regs;  // one TLS lookup per task, not one per use
     ColState& S = state;
-    R.reset(p.num_regs);
+    R.reset(p.num_regs, kColBlock);
     S.reset(p.num_regs, kept);
     ColBlock B;
     const size_t ni = c.in.size(), no = c.out.size();
