@@ -152,6 +152,47 @@ inline void column_reduce(const Regs& R, const PInstr& I, float* part, int64_t W
   column_reduce_with(R, I, part, W, m, [](Vec x, Vec y) { return x + y; });  // NaN propagates through max/min, as eager's
 }
 
+// sum(a - b) lane by lane into part, for a Sub whose values only the RSum after it reads: the
+// difference is summed as it is computed, never written to a register and read back (the
+// shifted mean's sum(v - s) in x - x.mean(0)).
+inline void column_sum_of_difference(const Regs& R, const PInstr& I, float* part, int64_t W, int64_t m) {
+  const bool sa = R.splat[I.a], sb = R.splat[I.b];
+  const float *a = R.ptr[I.a], *b = R.ptr[I.b];
+  const Vec va(R.s[I.a]), vb(R.s[I.b]);
+  auto get = [](bool splat, const Vec& v, const float* q, int64_t i, int64_t cnt) { return splat ? v : Vec::loadu(q + i, cnt); };
+  column_reduce_loop(part, W, m, [&](int64_t i, int64_t cnt) { return get(sa, va, a, i, cnt) - get(sb, vb, b, i, cnt); },
+                     [](Vec x, Vec y) { return x + y; });
+}
+
+// Whether register r is read by code[from...] before it is written again. A phase's registers
+// start over in the next phase (only reductions go on, through `ready`).
+inline bool read_later(const std::vector<PInstr>& code, size_t from, int r) {
+  for (size_t q = from; q < code.size(); ++q) {
+    const PInstr& I = code[q];
+    if (I.op == POp::Store || I.op == POp::StoreRow) {
+      if (I.b == r) return true;
+      continue;
+    }
+    const int16_t ops[3] = {I.a, I.b, I.c};
+    for (int k = 0; k < pop_arity(I.op); ++k)
+      if (ops[k] == r) return true;
+    if (I.dst == r) return false;
+  }
+  return false;
+}
+
+// Per instruction of a phase: 1 for a Sub that column_sum_of_difference runs with the RSum after
+// it (the Sub is no output, not kept, and nothing else reads its values).
+inline std::vector<uint8_t> sums_of_differences(const std::vector<PInstr>& code, const std::vector<int>& slot) {
+  std::vector<uint8_t> f(code.size(), 0);
+  for (size_t k = 0; k + 1 < code.size(); ++k) {
+    const PInstr &I = code[k], &J = code[k + 1];
+    f[k] = I.op == POp::Sub && J.op == POp::RSum && J.a == I.dst && I.out < 0 && slot[k] < 0 &&
+           (J.dst == I.dst || !read_later(code, k + 2, I.dst));
+  }
+  return f;
+}
+
 // acc = combine(acc, part), lane by lane.
 inline void fold_chunk(POp op, float* acc, const float* part, int64_t n) {
   auto loop = [&](auto combine) {
@@ -215,8 +256,9 @@ inline void column_store(Regs& R, int reg, c10::ScalarType t, char* p, int64_t a
 
 // One block of a phase. first: the task's first block (kept values are computed); row_outputs:
 // the block holding the row's first step (row outputs are stored, once).
-inline void run_column_block(const std::vector<PInstr>& code, const std::vector<int>& slot, const FusedCall& c, Regs& R,
-                             ColState& S, const ColBlock& B, bool first, bool row_outputs) {
+inline void run_column_block(const std::vector<PInstr>& code, const std::vector<int>& slot,
+                             const std::vector<uint8_t>& sum_of_sub, const FusedCall& c, Regs& R, ColState& S,
+                             const ColBlock& B, bool first, bool row_outputs) {
   const int64_t n = B.n();
   using P = POp;
   auto direct = [&](const PInstr& I) -> float* {
@@ -233,6 +275,11 @@ inline void run_column_block(const std::vector<PInstr>& code, const std::vector<
     const PInstr& I = code[k];
     if (slot[k] >= 0 && !first) {
       S.restore(R, I.dst, slot[k]);
+      continue;
+    }
+    if (sum_of_sub[k]) {
+      column_sum_of_difference(R, I, S.part_of(code[k + 1].dst), B.W, B.m);
+      ++k;  // the RSum
       continue;
     }
     switch (I.op) {
@@ -285,12 +332,14 @@ inline void run_columns(const FusedCall& c) {
   std::vector<float> result(static_cast<size_t>(nred) * rows), partial;
   if (nS > 1) partial.resize(static_cast<size_t>(nred) * nS * rows);
   std::vector<std::vector<int>> slots;
+  std::vector<std::vector<uint8_t>> sub_sums;
   std::vector<std::vector<const PInstr*>> reds(p.phases.size());
   int kept = 0;
   {
     std::vector<uint8_t> ready(p.num_regs, 0);
     for (size_t ph = 0; ph < p.phases.size(); ++ph) {
       slots.push_back(kept_slots(p.phases[ph], c, ready, kept));
+      sub_sums.push_back(sums_of_differences(p.phases[ph], slots.back()));
       for (const PInstr& I : p.phases[ph])
         if (pop_is_reduction(I.op)) ready[I.dst] = 1, reds[ph].push_back(&I);
     }
@@ -349,7 +398,7 @@ inline void run_columns(const FusedCall& c) {
             R.splat[reg] = 0;
             R.ptr[reg] = S.tile_of(reg);
           }
-          run_column_block(code, slots[ph], c, R, S, B, j == j_begin, j == 0);
+          run_column_block(code, slots[ph], sub_sums[ph], c, R, S, B, j == j_begin, j == 0);
         }
         for (const PInstr* I : reds[ph]) fold_chunk(I->op, S.acc_of(I->dst), S.part_of(I->dst), B.W);
       }

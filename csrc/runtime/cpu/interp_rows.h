@@ -154,7 +154,9 @@ inline void apply(PRegs& R, int dst, const std::array<int, N>& ops, const PBlock
 // each value is accumulated as it is written, so the block is not read again (a softmax's
 // scaled scores and their max, its exponentials and their sum). False where the result is not
 // Rows (the reduction then runs on its own). Same values as the two instructions apart: max/min
-// propagate NaN; a sum adds in another order (rounding only).
+// propagate NaN; a sum adds in another order (rounding only). Where the reduction overwrites the
+// op's own register and the op is no output, nothing reads the op's values: they are summed and
+// never stored (the mean's correction in x - x.mean(-1, keepdim=True): sub r4 r0 r1; rsum r4 r4).
 template <int N, typename F>
 inline bool apply_reduce(PRegs& R, const PInstr& I, const PInstr& J, const std::array<int, N>& ops, const PBlock& B,
                          F f, PDest direct) {
@@ -165,6 +167,7 @@ inline bool apply_reduce(PRegs& R, const PInstr& I, const PInstr& J, const std::
   float* d = rows_dest<N>(R, I.dst, ops, x, B, direct);
   const int64_t dstride = direct.ptr ? direct.stride : B.L;
   R.red.resize(static_cast<size_t>(B.m));  // not J.dst's buffer yet: an operand may live there
+  const bool keep = !(J.dst == I.dst && I.out < 0 && !direct.ptr);
   auto call = [&](const std::array<Vec, N>& v) { return call_with<N>(f, v); };
   auto rows_with = [&](auto combine, float init) {
     for (int64_t j = 0; j < B.m; ++j) {
@@ -179,21 +182,23 @@ inline bool apply_reduce(PRegs& R, const PInstr& I, const PInstr& J, const std::
         const Vec r0 = call(v);
         for (int k = 0; k < N; ++k) v[k] = get(o[k], i + V, V);
         const Vec r1 = call(v);
-        put(dj + i, r0, direct.stream);
-        put(dj + i + V, r1, direct.stream);
+        if (keep) {
+          put(dj + i, r0, direct.stream);
+          put(dj + i + V, r1, direct.stream);
+        }
         acc0 = combine(acc0, r0);
         acc1 = combine(acc1, r1);
       }
       for (; i + V <= B.L; i += V) {
         for (int k = 0; k < N; ++k) v[k] = get(o[k], i, V);
         const Vec r = call(v);
-        put(dj + i, r, direct.stream);
+        if (keep) put(dj + i, r, direct.stream);
         acc0 = combine(acc0, r);
       }
       if (i < B.L) {
         for (int k = 0; k < N; ++k) v[k] = get(o[k], i, B.L - i);
         const Vec r = call(v);
-        r.store(dj + i, B.L - i);
+        if (keep) r.store(dj + i, B.L - i);
         acc1 = combine(acc1, Vec::set(Vec(init), r, B.L - i));
       }
       float lanes[V];
