@@ -4,8 +4,10 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <list>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -16,6 +18,13 @@ namespace {
 
 constexpr size_t kMinBytes = size_t{1} << 20;  // smaller buffers: malloc already reuses them well
 constexpr size_t kRound = size_t{1} << 16;      // sizes rounded up, so near sizes share buffers
+// A cached buffer unused this long gives way to one coming back when the budget is full. Without
+// it, a process that moved on to other shapes kept the old sizes forever and faulted in every
+// output of the new ones at every call (bf16 x - x.mean(0) on [65536, 768]: 61 ms, 19 ms with
+// room; results/outer-reductions/README.md). A size reused sooner, as every size of a model
+// called at a steady rate is, is never evicted, so a working set larger than the budget keeps
+// its hits instead of thrashing.
+constexpr std::chrono::seconds kStale{1};
 
 class BufferPool final : public c10::Allocator {
  public:
@@ -32,9 +41,10 @@ class BufferPool final : public c10::Allocator {
       std::lock_guard<std::mutex> lk(mu_);
       auto it = free_.lower_bound(want);
       if (it != free_.end() && it->first <= want + want / 4) {
-        p = it->second;
+        p = it->second->p;
         cached_ -= it->first;
         size_[p] = it->first;
+        lru_.erase(it->second);
         free_.erase(it);
         ++hits_;
       } else {
@@ -71,16 +81,38 @@ class BufferPool final : public c10::Allocator {
     auto it = size_.find(p);
     const size_t n = it->second;
     size_.erase(it);
+    const auto now = std::chrono::steady_clock::now();
+    while (cached_ + n > budget_ && n <= budget_ && !lru_.empty() && now - lru_.front().at >= kStale) evict_oldest();
     if (cached_ + n > budget_) {
       std::free(p);
       return;
     }
-    free_.emplace(n, p);
+    lru_.push_back({p, n, now});
+    free_.emplace(n, std::prev(lru_.end()));
     cached_ += n;
   }
 
+  void evict_oldest() {
+    const auto oldest = lru_.begin();
+    auto [lo, hi] = free_.equal_range(oldest->n);
+    for (auto it = lo; it != hi; ++it)
+      if (it->second == oldest) {
+        free_.erase(it);
+        break;
+      }
+    cached_ -= oldest->n;
+    std::free(oldest->p);
+    lru_.erase(oldest);
+  }
+
+  struct Cached {
+    void* p;
+    size_t n;
+    std::chrono::steady_clock::time_point at;  // when it came back
+  };
   std::mutex mu_;
-  std::multimap<size_t, void*> free_;
+  std::list<Cached> lru_;  // cached buffers, oldest first
+  std::multimap<size_t, std::list<Cached>::iterator> free_;  // the same, by size
   std::unordered_map<void*, size_t> size_;  // live and cached pooled buffers
   size_t cached_ = 0, budget_ = 0;
   int64_t hits_ = 0, misses_ = 0;

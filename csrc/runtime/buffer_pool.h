@@ -6,7 +6,9 @@
 //
 // Bounded: at most FXCPP_BUFFER_POOL_MB (default 512; 0 turns the pool off) is kept, and only
 // buffers of 1 MiB and more. It keeps what was once live, so it never raises the peak; it keeps
-// RSS at that peak after a call instead of returning memory to the OS. The DataPtr is simple
+// RSS at that peak after a call instead of returning memory to the OS. When the budget is full,
+// a buffer unused for a second gives way to one that comes back (a process that moved on to
+// other shapes); buffers in use at a steady rate are never evicted. The DataPtr is simple
 // (context == data), so a pooled tensor can still carry a copy-on-write guard.
 #pragma once
 #include <ATen/core/Tensor.h>
