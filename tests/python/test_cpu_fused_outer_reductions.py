@@ -67,15 +67,21 @@ def inputs_for(shapes, dtype, seed=0):
     return out
 
 
-@pytest.mark.parametrize("dtype", sorted(DTYPES))
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_outer_reduction_fuses_and_matches_eager(name, dtype):
-    fn, shapes, by_columns = CASES[name]
+def fuses_and_matches_eager(fn, shapes, by_columns, dtype):
+    """fn on inputs of those shapes, compiled: fused, eager's numbers, run by columns or not as
+    expected. Returns the reference and the result."""
     xs = inputs_for(shapes, DTYPES[dtype])
     before = _C.cpu_fused_stats()["column_calls"]
     report, ref, res = compare(fn, xs)
     ran_by_columns = _C.cpu_fused_stats()["column_calls"] > before
     assert ran_by_columns == by_columns, report
+    return ref, res
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_outer_reduction_fuses_and_matches_eager(name, dtype):
+    ref, res = fuses_and_matches_eager(*CASES[name], dtype)
     for r, e in zip(torch.utils._pytree.tree_leaves(res), torch.utils._pytree.tree_leaves(ref)):
         assert r.shape == e.shape and r.dtype == e.dtype
         if e.is_contiguous() or e.is_contiguous(memory_format=torch.channels_last):

@@ -7,8 +7,8 @@ read a register never written."""
 import pytest
 import torch
 
-from fxcpp import _C
-from test_cpu_fused import DTYPES, compare, make_inputs
+from test_cpu_fused import DTYPES
+from test_cpu_fused_outer_reductions import fuses_and_matches_eager
 
 # name: (fn, input shapes, runs by columns)
 CASES = {
@@ -26,11 +26,7 @@ CASES = {
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_sums_of_differences_match_eager(name, dtype):
-    fn, shapes, by_columns = CASES[name]
-    xs = make_inputs(shapes, DTYPES[dtype])
-    before = _C.cpu_fused_stats()["column_calls"]
-    compare(fn, xs)
-    assert (_C.cpu_fused_stats()["column_calls"] > before) == by_columns
+    fuses_and_matches_eager(*CASES[name], dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
