@@ -40,10 +40,6 @@ inline bool runs_by_columns(const FusedCall& c) {
   return side_by_side;
 }
 
-// One thread's column state beside its Regs: per register, a reduction's accumulator over the
-// task's stretch of the row, its partial sum over a chunk, and (once complete, for the later
-// phases) its result repeated for every step of a block; per kept (j-invariant) instruction,
-// its saved value.
 // Values per register here (W lanes x m steps): four times a pointwise register, so that a block
 // of lanes as wide as a transformer's row (768) still holds several steps. At kBlock it held
 // one, and every instruction ran once per 768 values. With 4096, x - x.mean(0) takes 0.83-0.86x
@@ -51,6 +47,10 @@ inline bool runs_by_columns(const FusedCall& c) {
 // (benchmarks/results/outer-reductions/col_block.txt, README there).
 constexpr int64_t kColBlock = 4096;
 
+// One thread's column state beside its Regs: per register, a reduction's accumulator over the
+// task's stretch of the row, its partial sum over a chunk, and (once complete, for the later
+// phases) its result repeated for every step of a block; per kept (j-invariant) instruction,
+// its saved value.
 struct ColState {
   AlignedFloats acc, part, kept, tile;
   std::vector<const float*> kept_ptr;
@@ -187,8 +187,10 @@ inline std::vector<uint8_t> sums_of_differences(const std::vector<PInstr>& code,
   std::vector<uint8_t> f(code.size(), 0);
   for (size_t k = 0; k + 1 < code.size(); ++k) {
     const PInstr &I = code[k], &J = code[k + 1];
+    // A reduction leaves its register as it was within the phase, so a later read of I.dst would
+    // read the difference even where J.dst == I.dst: read_later decides in every case.
     f[k] = I.op == POp::Sub && J.op == POp::RSum && J.a == I.dst && I.out < 0 && slot[k] < 0 &&
-           (J.dst == I.dst || !read_later(code, k + 2, I.dst));
+           !read_later(code, k + 2, I.dst);
   }
   return f;
 }
