@@ -28,6 +28,24 @@ int pop_arity(POp op) {
 
 bool pop_is_reduction(POp op) { return op >= POp::RSum && op <= POp::RSumExp; }
 
+bool reads_reg(const PInstr& I, int r) {
+  if (I.op == POp::Store || I.op == POp::StoreRow) return I.b == r;
+  const int16_t ops[3] = {I.a, I.b, I.c};
+  for (int k = 0; k < pop_arity(I.op); ++k)
+    if (ops[k] == r) return true;
+  return false;
+}
+
+bool writes_reg(const PInstr& I, int r) { return I.op != POp::Store && I.op != POp::StoreRow && I.dst == r; }
+
+bool read_before_written(const std::vector<PInstr>& code, size_t from, int r) {
+  for (size_t q = from; q < code.size(); ++q) {
+    if (reads_reg(code[q], r)) return true;
+    if (writes_reg(code[q], r)) return false;
+  }
+  return false;
+}
+
 std::string Program::str() const {
   std::ostringstream os;
   os << "program(regs=" << num_regs << ", row_dims=" << row_dims << ", inputs=" << inputs.size()

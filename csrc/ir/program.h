@@ -65,6 +65,11 @@ struct PInstr {
   int16_t out = -1;
 };
 
+bool reads_reg(const PInstr& I, int r);   // I reads register r
+bool writes_reg(const PInstr& I, int r);  // I writes register r
+// Whether code[from...] reads register r before writing it again (false when neither happens).
+bool read_before_written(const std::vector<PInstr>& code, size_t from, int r);
+
 struct ProgOutput {
   c10::ScalarType dtype = c10::kFloat;
   bool row = false;      // a per-row value: shaped as the domain with its row dims 1 (keepdim) or dropped

@@ -44,13 +44,6 @@ void count_column_call() { g_column_calls.fetch_add(1, std::memory_order_relaxed
 int64_t column_calls() { return g_column_calls.load(); }
 
 // Either order is allowed; x must be dead after the rsum; a and b unchanged in between.
-static bool reads_reg(const PInstr& Q, int r) {
-  if (Q.op == POp::Store || Q.op == POp::StoreRow) return Q.b == r;
-  if (Q.op == POp::Load || Q.op == POp::Const || Q.op == POp::Cols) return false;
-  return Q.a == r || Q.b == r || Q.c == r;
-}
-static bool writes_reg(const PInstr& Q, int r) { return Q.op != POp::Store && Q.op != POp::StoreRow && Q.dst == r; }
-
 std::vector<int> centered_sum_partners(const std::vector<PInstr>& code) {
   const int n = static_cast<int>(code.size());
   std::vector<int> partner(code.size(), -1);
@@ -62,12 +55,8 @@ std::vector<int> centered_sum_partners(const std::vector<PInstr>& code) {
   for (int k = 0; k + 1 < n; ++k) {
     const PInstr &I = code[k], &J = code[k + 1];
     if (I.op != POp::Sub || J.op != POp::RSum || J.a != I.dst || partner[k] >= 0) continue;
-    bool x_dead = J.dst == I.dst || k + 2 == n;  // x read after the rsum, before it is written again?
-    for (int q = k + 2; q < n && !x_dead; ++q) {
-      if (reads_reg(code[q], I.dst)) break;
-      x_dead = writes_reg(code[q], I.dst) || q == n - 1;
-    }
-    if (!x_dead) continue;
+    // x dead after the rsum: overwritten by it (a row's sum replaces the values), or not read again.
+    if (J.dst != I.dst && read_before_written(code, k + 2, I.dst)) continue;
     for (int q = 0; q < n; ++q) {
       const PInstr& K = code[q];
       if (K.op != POp::RSumSq || K.a != I.a || K.b != I.b || partner[q] >= 0 || q == k || q == k + 1) continue;

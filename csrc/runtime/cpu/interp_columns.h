@@ -124,26 +124,28 @@ inline void column_reduce_loop(float* part, int64_t W, int64_t m, Term term, Com
   }
 }
 
+// term(a - b), with a and b registers, accumulated lane by lane into part.
+template <typename Term, typename Combine>
+inline void column_reduce_difference(const Regs& R, int ra, int rb, float* part, int64_t W, int64_t m, Term term,
+                                     Combine combine) {
+  const bool sa = R.splat[ra], sb = R.splat[rb];
+  const float *a = R.ptr[ra], *b = R.ptr[rb];
+  const Vec va(R.s[ra]), vb(R.s[rb]);
+  auto get = [](bool splat, const Vec& v, const float* q, int64_t i, int64_t cnt) { return splat ? v : Vec::loadu(q + i, cnt); };
+  column_reduce_loop(part, W, m, [&](int64_t i, int64_t cnt) { return term(get(sa, va, a, i, cnt) - get(sb, vb, b, i, cnt)); },
+                     combine);
+}
+
 template <typename Combine>
 inline void column_reduce_with(const Regs& R, const PInstr& I, float* part, int64_t W, int64_t m, Combine combine) {
-  const bool sa = R.splat[I.a];
-  const float* a = R.ptr[I.a];
-  const Vec va(R.s[I.a]);
   if (I.op == POp::RSum || I.op == POp::RMax || I.op == POp::RMin) {
-    if (sa) return column_reduce_loop(part, W, m, [&](int64_t, int64_t) { return va; }, combine);
+    const float* a = R.ptr[I.a];
+    const Vec va(R.s[I.a]);
+    if (R.splat[I.a]) return column_reduce_loop(part, W, m, [&](int64_t, int64_t) { return va; }, combine);
     return column_reduce_loop(part, W, m, [&](int64_t i, int64_t cnt) { return Vec::loadu(a + i, cnt); }, combine);
   }
-  const bool sb = R.splat[I.b];
-  const float* b = R.ptr[I.b];
-  const Vec vb(R.s[I.b]);
-  auto get = [](bool splat, const Vec& v, const float* p, int64_t i, int64_t cnt) { return splat ? v : Vec::loadu(p + i, cnt); };
-  if (I.op == POp::RSumSq)
-    return column_reduce_loop(part, W, m, [&](int64_t i, int64_t cnt) {
-      const Vec d = get(sa, va, a, i, cnt) - get(sb, vb, b, i, cnt);
-      return d * d;
-    }, combine);
-  column_reduce_loop(part, W, m, [&](int64_t i, int64_t cnt) { return exp_u10(get(sa, va, a, i, cnt) - get(sb, vb, b, i, cnt)); },
-                     combine);  // RSumExp
+  if (I.op == POp::RSumSq) return column_reduce_difference(R, I.a, I.b, part, W, m, [](Vec d) { return d * d; }, combine);
+  column_reduce_difference(R, I.a, I.b, part, W, m, [](Vec d) { return exp_u10(d); }, combine);  // RSumExp
 }
 
 inline void column_reduce(const Regs& R, const PInstr& I, float* part, int64_t W, int64_t m) {
@@ -156,29 +158,7 @@ inline void column_reduce(const Regs& R, const PInstr& I, float* part, int64_t W
 // difference is summed as it is computed, never written to a register and read back (the
 // shifted mean's sum(v - s) in x - x.mean(0)).
 inline void column_sum_of_difference(const Regs& R, const PInstr& I, float* part, int64_t W, int64_t m) {
-  const bool sa = R.splat[I.a], sb = R.splat[I.b];
-  const float *a = R.ptr[I.a], *b = R.ptr[I.b];
-  const Vec va(R.s[I.a]), vb(R.s[I.b]);
-  auto get = [](bool splat, const Vec& v, const float* q, int64_t i, int64_t cnt) { return splat ? v : Vec::loadu(q + i, cnt); };
-  column_reduce_loop(part, W, m, [&](int64_t i, int64_t cnt) { return get(sa, va, a, i, cnt) - get(sb, vb, b, i, cnt); },
-                     [](Vec x, Vec y) { return x + y; });
-}
-
-// Whether register r is read by code[from...] before it is written again. A phase's registers
-// start over in the next phase (only reductions go on, through `ready`).
-inline bool read_later(const std::vector<PInstr>& code, size_t from, int r) {
-  for (size_t q = from; q < code.size(); ++q) {
-    const PInstr& I = code[q];
-    if (I.op == POp::Store || I.op == POp::StoreRow) {
-      if (I.b == r) return true;
-      continue;
-    }
-    const int16_t ops[3] = {I.a, I.b, I.c};
-    for (int k = 0; k < pop_arity(I.op); ++k)
-      if (ops[k] == r) return true;
-    if (I.dst == r) return false;
-  }
-  return false;
+  column_reduce_difference(R, I.a, I.b, part, W, m, [](Vec d) { return d; }, [](Vec x, Vec y) { return x + y; });
 }
 
 // Per instruction of a phase: 1 for a Sub that column_sum_of_difference runs with the RSum after
@@ -188,9 +168,10 @@ inline std::vector<uint8_t> sums_of_differences(const std::vector<PInstr>& code,
   for (size_t k = 0; k + 1 < code.size(); ++k) {
     const PInstr &I = code[k], &J = code[k + 1];
     // A reduction leaves its register as it was within the phase, so a later read of I.dst would
-    // read the difference even where J.dst == I.dst: read_later decides in every case.
+    // read the difference even where J.dst == I.dst: read_before_written decides in every case.
+    // (A phase's registers start over in the next; only reductions go on, through `ready`.)
     f[k] = I.op == POp::Sub && J.op == POp::RSum && J.a == I.dst && I.out < 0 && slot[k] < 0 &&
-           !read_later(code, k + 2, I.dst);
+           !read_before_written(code, k + 2, I.dst);
   }
   return f;
 }
