@@ -19,13 +19,16 @@
 namespace fxcpp::cpu {
 inline namespace CPU_CAPABILITY {
 
+// kNonPositive: the caller's x is never above 0 (or NaN), so the upper clamp is dropped (same bits).
+template <bool kNonPositive = false>
 inline at::vec::Vectorized<float> exp_u10(const at::vec::Vectorized<float>& x) {
 #if defined(CPU_CAPABILITY_AVX512)
   // Sleef's bounds as a clamp first: exp(-104) rounds to 0 and exp(100) overflows to inf in the
   // same steps, so clamping gives Sleef's 0 below -104 and inf above 100 (infinities included,
   // which would make s NaN) in two instructions instead of two compares and two blends.
   // vmaxps/vminps return their second operand for NaN: a NaN x stays NaN.
-  const __m512 d = _mm512_min_ps(_mm512_set1_ps(100.f), _mm512_max_ps(_mm512_set1_ps(-104.f), x));
+  __m512 d = _mm512_max_ps(_mm512_set1_ps(-104.f), x);
+  if constexpr (!kNonPositive) d = _mm512_min_ps(_mm512_set1_ps(100.f), d);
   const __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(d, _mm512_set1_ps(1.442695040888963407359924681001892137f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 s = _mm512_fmadd_ps(q, _mm512_set1_ps(-0.693145751953125f), d);
@@ -41,25 +44,6 @@ inline at::vec::Vectorized<float> exp_u10(const at::vec::Vectorized<float>& x) {
   return u;
 #else
   return x.exp();
-#endif
-}
-
-// Vectorized<float>::erf() (the polynomial ATen's vectorized GELU kernel uses; torch.erf is
-// Sleef's erf) with exp_u10 for its exp: the same bits as at::vec's, the same saving.
-inline at::vec::Vectorized<float> gelu_erf_poly(const at::vec::Vectorized<float>& x) {
-#if defined(CPU_CAPABILITY_AVX512)
-  const __m512 v = x, neg_zero = _mm512_set1_ps(-0.f), one = _mm512_set1_ps(1.f);
-  const __m512 sign = _mm512_and_ps(neg_zero, v);
-  const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), _mm512_abs_ps(v), one));
-  __m512 r = _mm512_fmadd_ps(_mm512_set1_ps(1.061405429f), t, _mm512_set1_ps(-1.453152027f));
-  r = _mm512_fmadd_ps(r, t, _mm512_set1_ps(1.421413741f));
-  r = _mm512_fmadd_ps(r, t, _mm512_set1_ps(-0.284496736f));
-  r = _mm512_fmadd_ps(r, t, _mm512_set1_ps(0.254829592f));
-  const __m512 e = exp_u10(at::vec::Vectorized<float>(_mm512_xor_ps(neg_zero, _mm512_mul_ps(v, v))));
-  const __m512 y = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_xor_ps(neg_zero, e), t), r, one);
-  return _mm512_xor_ps(sign, y);
-#else
-  return x.erf();
 #endif
 }
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "runtime/cpu/exp_u10.h"
+#include "runtime/cpu/gelu_erf.h"
 #include "runtime/cpu/fused_call.h"
 
 namespace fxcpp::cpu {
@@ -285,7 +286,7 @@ inline void ternary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nu
 inline Vec sigmoid(const Vec& x) { return Vec(1.f) / (Vec(1.f) + exp_u10(x.neg())); }
 
 // torch.erf: eager computes it with Sleef's erf (1.0 ulp) through vml, not with
-// Vectorized::erf(), a faster polynomial that eager keeps for GELU (which uses it too, below).
+// Vectorized::erf(), a faster polynomial that eager keeps for GELU (our GELU: gelu_erf.h).
 inline Vec erf_u10(const Vec& x) {
 #if defined(CPU_CAPABILITY_AVX512)
   return Vec(Sleef_erff16_u10(__m512(x)));
@@ -416,8 +417,7 @@ inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
     case P::Sigmoid: return un(I, [](Vec x) { return sigmoid(x); });
     case P::Erf: return un(I, [](Vec x) { return erf_u10(x); });
     case P::Relu: return un(I, [](Vec x) { return at::vec::clamp_min(x, Vec(0.f)); });  // max(0, x): NaN kept
-    case P::GeluErf:
-      return un(I, [](Vec x) { return x * Vec(0.5f) * (Vec(1.f) + gelu_erf_poly(x * Vec(static_cast<float>(M_SQRT1_2)))); });
+    case P::GeluErf: return un(I, [](Vec x) { return gelu_erf(x); });
     case P::GeluTanh:
       return un(I, [](Vec x) {
         const Vec inner = Vec(static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5)) * (x + Vec(0.044715f) * x * x * x);
