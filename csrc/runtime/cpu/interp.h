@@ -26,6 +26,7 @@
 
 #include "runtime/cpu/exp_u10.h"
 #include "runtime/cpu/gelu_erf.h"
+#include "runtime/cpu/tanh_exp.h"
 #include "runtime/cpu/fused_call.h"
 
 namespace fxcpp::cpu {
@@ -413,7 +414,7 @@ inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
     case P::Recip: return un(I, [](Vec x) { return x.reciprocal(); });
     case P::Sin: return un(I, [](Vec x) { return x.sin(); });
     case P::Cos: return un(I, [](Vec x) { return x.cos(); });
-    case P::Tanh: return un(I, [](Vec x) { return x.tanh(); });
+    case P::Tanh: return un(I, [](Vec x) { return tanh_exp(x); });
     case P::Sigmoid: return un(I, [](Vec x) { return sigmoid(x); });
     case P::Erf: return un(I, [](Vec x) { return erf_u10(x); });
     case P::Relu: return un(I, [](Vec x) { return at::vec::clamp_min(x, Vec(0.f)); });  // max(0, x): NaN kept
@@ -421,7 +422,7 @@ inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
     case P::GeluTanh:
       return un(I, [](Vec x) {
         const Vec inner = Vec(static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5)) * (x + Vec(0.044715f) * x * x * x);
-        return Vec(0.5f) * x * (Vec(1.f) + inner.tanh());
+        return Vec(0.5f) * x * (Vec(1.f) + tanh_exp(inner));
       });
     case P::Silu: return un(I, [](Vec x) { return x / (Vec(1.f) + exp_u10(x.neg())); });
     case P::Hardswish:
