@@ -1,6 +1,6 @@
 // GELU with erf over fp32 lanes: x * Phi(x), Phi the normal CDF.
 //
-// Eager (and Inductor, through at::vec) computes 0.5 x (1 + erf(x / sqrt2)) with
+// Inductor (through at::vec) and this kernel before computed 0.5 x (1 + erf(x / sqrt2)) with
 // Vectorized::erf(), which is 1 - t r(t) exp(-z^2) (Abramowitz & Stegun 7.1.26: t = 1 / (1 + p|z|),
 // r a degree-5 polynomial) with the sign put back. We take the same A&S tail directly:
 //   h = erfc(|z|) / 2 = t (r(t) / 2) exp(-z^2),   GELU = x h for x <= 0,   x - x h otherwise.
@@ -10,10 +10,11 @@
 //   - more accurate: for x < 0, 1 + erf cancels (erf near -1 keeps 6e-8 of 1.0, against a Phi far
 //     smaller), h does not; for x > 0, x - x h rounds once. Swept over every float in [-10, 10]
 //     against fp64, the largest absolute and relative error in each band ([-10,-5), [-5,-3),
-//     [-3,-2), ..., [5,10)) is at most eager's (tests/python/test_gelu_erf.py sweeps it too).
-// Not eager's bits: results differ from eager's by up to a few fp32 ulps (none in bf16/fp16
-// beyond rounding ties). Signed zero, NaN and both infinities come out as eager's (NaN for
-// +-inf: eager's t * r * 0 gives inf * 0 too).
+//     [-3,-2), ..., [5,10)) is at most the old formula's (benchmarks/results/gelu-erf/sweep.txt).
+// Eager's fp32 GELU is oneDNN's kernel, another approximation: more accurate than either formula
+// within |x| < 1, 3-4x less beyond; over the whole range our largest error is a quarter of its.
+// Neither formula gives eager's bits. Signed zero, NaN and both infinities come out as eager's
+// (NaN for +-inf, as its kernel gives).
 // Part of interp.h: compiled once per instruction set; AVX2 and AVX-512 give the same bits
 // (exp_u10 is Sleef's expf_u10 bit for bit, and each step is the same IEEE operation).
 #pragma once
