@@ -26,6 +26,69 @@ def alternate(script: str, before: str, after: str, rounds: int) -> dict[str, tu
             for k in runs["before"][0]}
 
 
+def median_ms(fn, calls: int = 300, warmup: int = 10) -> float:
+    """Median ms of `calls` timed calls of fn, after `warmup` untimed ones."""
+    import time
+
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e3
+
+
+def child_output(script: str, install: str, *args: str):
+    """`script --child *args` run with PYTHONPATH=install, from /tmp (so that a working tree's
+    sources cannot be imported instead): its last stdout line as JSON, a dict whose "fxcpp_from"
+    (the child's os.path.dirname(fxcpp.__file__)) must lie in install."""
+    out = subprocess.run([sys.executable, script, "--child", *args], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=install), cwd="/tmp").stdout
+    res = json.loads(out.strip().splitlines()[-1])
+    assert res["fxcpp_from"].startswith(install), (res["fxcpp_from"], install)
+    return res
+
+
+def print_rounds(script: str, builds: list[str], command: str, rounds: int = 3) -> None:
+    """The host line, then one row per (round, build, case, dtype): the builds alternate, each
+    in a process of its own whose child prints {"fxcpp_from": ..., "rows": [{"case", "dtype",
+    "eager_ms", "fxcpp_ms"}, ...]}."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from benchmarks.machine import machine_info
+
+    print(json.dumps(machine_info(2, command)))
+    print(f"{'round':>5} {'build':<12} {'case':<11} {'dtype':<9} {'eager ms':>9} {'fxcpp ms':>9}")
+    for rnd in range(rounds):
+        for b in builds:
+            for r in child_output(script, b)["rows"]:
+                print(f"{rnd:>5} {os.path.basename(b):<12} {r['case']:<11} {r['dtype']:<9} {r['eager_ms']:9.3f} {r['fxcpp_ms']:9.3f}")
+            sys.stdout.flush()
+
+
+def print_case_rows(cases_for) -> None:
+    """print_rounds' child: for fp32 and bf16, each case of cases_for(dtype) ({name: (fn, input
+    shape)}) on a random input, compiled with fxcpp (which must fuse some of it) and timed
+    beside eager, 2 threads, under no_grad."""
+    import torch
+
+    import fxcpp
+
+    torch.set_num_threads(2)
+    rows = []
+    with torch.no_grad():
+        for dt in (torch.float32, torch.bfloat16):
+            for name, (fn, shape) in cases_for(dt).items():
+                x = torch.randn(shape).to(dt)
+                torch._dynamo.reset()
+                compiled = torch.compile(fn, backend="fxcpp")
+                assert fxcpp.explain(fn, x).kernel_counts["cpu_fused"] > 0, name
+                rows.append({"case": name, "dtype": str(dt).split(".")[1], "eager_ms": median_ms(lambda: fn(x)),
+                             "fxcpp_ms": median_ms(lambda: compiled(x))})
+    print(json.dumps({"fxcpp_from": os.path.dirname(fxcpp.__file__), "rows": rows}))
+
+
 def header(after: str, rounds: int, command: str) -> str:
     """The host (as the after install sees it), torch, the rounds and the command."""
     import torch

@@ -6,7 +6,6 @@ build in its own process (installed copies of the package, as ab.py takes them):
 """
 import json
 import os
-import subprocess
 import sys
 
 BANDS = [-10, -5, -3, -2, -1, 0, 1, 2, 3, 5, 10]
@@ -40,22 +39,19 @@ def child(with_eager: bool):
                     for key, e in ((f"{name}_abs", err), (f"{name}_rel", rel)):
                         m = torch.zeros(len(BANDS) - 1, dtype=torch.float64).scatter_reduce_(0, band, e, "amax")
                         worst[key] = torch.maximum(worst[key], m)
-    print(json.dumps({"fxcpp": os.path.dirname(fxcpp.__file__), **{k: v.tolist() for k, v in worst.items()}}))
+    print(json.dumps({"fxcpp_from": os.path.dirname(fxcpp.__file__), **{k: v.tolist() for k, v in worst.items()}}))
 
 
 def main():
     builds = sys.argv[1:]
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    from benchmarks.ab_installs import child_output
     from benchmarks.machine import machine_info
 
     print(json.dumps(machine_info(2, "benchmarks/results/gelu-erf/sweep.py " + " ".join(builds))))
     res = {}
     for i, b in enumerate(builds):
-        out = subprocess.run([sys.executable, __file__, "--child", "eager" if i == 0 else ""], capture_output=True,
-                             text=True, check=True, env={**os.environ, "PYTHONPATH": b}, cwd="/tmp").stdout
-        r = json.loads(out.strip().splitlines()[-1])
-        assert r["fxcpp"].startswith(b), r["fxcpp"]
-        res[os.path.basename(b)] = r
+        res[os.path.basename(b)] = child_output(__file__, b, "eager" if i == 0 else "")
     first = res[os.path.basename(builds[0])]
     cols = [("eager", first["eager_abs"], first["eager_rel"])] + [(n, r["fxcpp_abs"], r["fxcpp_rel"]) for n, r in res.items()]
     print("largest absolute error | largest relative error, per band of x (every float in it)")

@@ -7,7 +7,6 @@ Each build in its own process (installed copies of the package, as ab.py takes t
 """
 import json
 import os
-import subprocess
 import sys
 
 BANDS = [0, 1e-3, 0.25, 0.5, 0.75, 1, 1.5, 3, 6, 9.1, float("inf")]
@@ -42,22 +41,19 @@ def child(with_eager: bool):
                 u = (got.double() - exact).abs() / ulp
                 acc[f"{name}_max"] = torch.maximum(acc[f"{name}_max"], torch.zeros(nb, dtype=torch.float64).scatter_reduce_(0, band, u, "amax"))
                 acc[f"{name}_sum"] += torch.zeros(nb, dtype=torch.float64).scatter_add_(0, band, u)
-    print(json.dumps({"fxcpp": os.path.dirname(fxcpp.__file__), "count": count.tolist(), **{k: v.tolist() for k, v in acc.items()}}))
+    print(json.dumps({"fxcpp_from": os.path.dirname(fxcpp.__file__), "count": count.tolist(), **{k: v.tolist() for k, v in acc.items()}}))
 
 
 def main():
     builds = sys.argv[1:]
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    from benchmarks.ab_installs import child_output
     from benchmarks.machine import machine_info
 
     print(json.dumps(machine_info(2, "benchmarks/results/tanh-exp/sweep.py " + " ".join(builds))))
     res = {}
     for i, b in enumerate(builds):
-        out = subprocess.run([sys.executable, __file__, "--child", "eager" if i == 0 else ""], capture_output=True,
-                             text=True, check=True, env={**os.environ, "PYTHONPATH": b}, cwd="/tmp").stdout
-        r = json.loads(out.strip().splitlines()[-1])
-        assert r["fxcpp"].startswith(b), r["fxcpp"]
-        res[os.path.basename(b)] = r
+        res[os.path.basename(b)] = child_output(__file__, b, "eager" if i == 0 else "")
     first = res[os.path.basename(builds[0])]
     n = first["count"]
     cols = [("eager", first["eager_max"], first["eager_sum"])] + [(k, r["fxcpp_max"], r["fxcpp_sum"]) for k, r in res.items()]
