@@ -51,6 +51,17 @@ def child_output(script: str, install: str, *args: str):
     return res
 
 
+def outputs_per_install(script: str, installs: list[str], command: str) -> dict:
+    """The host line, then {install's basename: child_output(script, install, extra)}, installs in
+    turn; the first child gets "eager" as its extra argument (eager's figures are the same in
+    every install, so only one child computes them)."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from benchmarks.machine import machine_info
+
+    print(json.dumps(machine_info(2, command)))
+    return {os.path.basename(b): child_output(script, b, "eager" if i == 0 else "") for i, b in enumerate(installs)}
+
+
 def print_rounds(script: str, builds: list[str], command: str, rounds: int = 3) -> None:
     """The host line, then one row per (round, build, case, dtype): the builds alternate, each
     in a process of its own whose child prints {"fxcpp_from": ..., "rows": [{"case", "dtype",

@@ -45,13 +45,9 @@ def child(with_eager: bool):
 def main():
     builds = sys.argv[1:]
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-    from benchmarks.ab_installs import child_output
-    from benchmarks.machine import machine_info
+    from benchmarks.ab_installs import outputs_per_install
 
-    print(json.dumps(machine_info(2, "benchmarks/results/gelu-erf/sweep.py " + " ".join(builds))))
-    res = {}
-    for i, b in enumerate(builds):
-        res[os.path.basename(b)] = child_output(__file__, b, "eager" if i == 0 else "")
+    res = outputs_per_install(__file__, builds, "benchmarks/results/gelu-erf/sweep.py " + " ".join(builds))
     first = res[os.path.basename(builds[0])]
     cols = [("eager", first["eager_abs"], first["eager_rel"])] + [(n, r["fxcpp_abs"], r["fxcpp_rel"]) for n, r in res.items()]
     print("largest absolute error | largest relative error, per band of x (every float in it)")
