@@ -41,7 +41,7 @@ inline at::vec::Vectorized<float> gelu_erf(const at::vec::Vectorized<float>& xv)
   r = _mm512_fmadd_ps(r, t, _mm512_set1_ps(a1));
   const __m512 e = exp_u10<true>(Vec(_mm512_fnmadd_ps(z, z, _mm512_setzero_ps())));
   const __m512 h = _mm512_mul_ps(_mm512_mul_ps(t, r), e);
-  // x <= 0, not x < 0: -0 must give x h = -0 as eager's -0 * 0.5 * 1 does (x - x h gives +0).
+  // x <= 0, not x < 0: -0 must give x h = -0, as eager's GELU does (x - x h gives +0).
   const __mmask16 nonpositive = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LE_OQ);
   return _mm512_mask_blend_ps(nonpositive, _mm512_fnmadd_ps(x, h, x), _mm512_mul_ps(x, h));
 #else

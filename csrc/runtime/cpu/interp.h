@@ -287,7 +287,7 @@ inline void ternary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nu
 inline Vec sigmoid(const Vec& x) { return Vec(1.f) / (Vec(1.f) + exp_u10(x.neg())); }
 
 // torch.erf: eager computes it with Sleef's erf (1.0 ulp) through vml, not with
-// Vectorized::erf(), a faster polynomial that eager keeps for GELU (our GELU: gelu_erf.h).
+// Vectorized::erf(), a faster polynomial (ATen's vectorized GELU kernel's; ours: gelu_erf.h).
 inline Vec erf_u10(const Vec& x) {
 #if defined(CPU_CAPABILITY_AVX512)
   return Vec(Sleef_erff16_u10(__m512(x)));
