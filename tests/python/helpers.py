@@ -44,6 +44,17 @@ def counts(model, *inputs, options=None):
     return fxcpp.explain(model, *inputs, options=options).kernel_counts
 
 
+def fused_unary(op, y):
+    """op(y) computed by cpu_fused's kernel, not ATen's: as op(x.neg()) on x = -y, two ops so that
+    they fuse, the first exact; asserts that both fused and nothing ran on ATen."""
+    fn = lambda x: op(x.neg())  # noqa: E731
+    torch._dynamo.reset()
+    kernels = counts(fn, y.neg())
+    assert kernels["cpu_fused"] == 2 and kernels["aten"] == 0, kernels
+    torch._dynamo.reset()
+    return compile_fxcpp(fn)(y.neg())
+
+
 def onednn_notes(model, *inputs):
     """The impl notes of the model's GEMM/convolution nodes (what ran and why), from explain()
     under no_grad, with Dynamo reset before and after."""

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 import fxcpp
-from helpers import assert_same, compile_fxcpp
+from helpers import assert_same, compile_fxcpp, fused_unary
 
 
 def _sample() -> torch.Tensor:
@@ -20,15 +20,6 @@ def _sample() -> torch.Tensor:
     bands = torch.cat([torch.linspace(0.85, 0.95, 200001), torch.linspace(8.5, 9.5, 200001)])
     x = torch.cat([pos, bands])
     return torch.cat([x, x.neg()]).contiguous()
-
-
-def _fused_tanh(y: torch.Tensor) -> torch.Tensor:
-    fn = lambda x: torch.tanh(x.neg())  # noqa: E731  (neg is exact; two ops so that it fuses)
-    torch._dynamo.reset()
-    counts = fxcpp.explain(fn, y.neg()).kernel_counts
-    assert counts["cpu_fused"] == 2 and counts["aten"] == 0, counts
-    torch._dynamo.reset()
-    return compile_fxcpp(fn)(y.neg())
 
 
 def _ulps(got: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -42,7 +33,7 @@ def _ulps(got: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
 @pytest.fixture(scope="module")
 def swept():
     x = _sample()
-    return _ulps(_fused_tanh(x), x), _ulps(torch.tanh(x), x)
+    return _ulps(fused_unary(torch.tanh, x), x), _ulps(torch.tanh(x), x)
 
 
 def test_within_one_ulp(swept):
