@@ -51,14 +51,18 @@ def child_output(script: str, install: str, *args: str):
     return res
 
 
+def print_host(command: str) -> None:
+    """The host line every results file starts with (benchmarks.machine's, 2 threads)."""
+    from benchmarks.machine import machine_info  # importable: the caller imported this module from there
+
+    print(json.dumps(machine_info(2, command)))
+
+
 def outputs_per_install(script: str, installs: list[str], command: str) -> dict:
     """The host line, then {install's basename: child_output(script, install, extra)}, installs in
     turn; the first child gets "eager" as its extra argument (eager's figures are the same in
     every install, so only one child computes them)."""
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from benchmarks.machine import machine_info
-
-    print(json.dumps(machine_info(2, command)))
+    print_host(command)
     return {os.path.basename(b): child_output(script, b, "eager" if i == 0 else "") for i, b in enumerate(installs)}
 
 
@@ -66,10 +70,7 @@ def print_rounds(script: str, builds: list[str], command: str, rounds: int = 3) 
     """The host line, then one row per (round, build, case, dtype): the builds alternate, each
     in a process of its own whose child prints {"fxcpp_from": ..., "rows": [{"case", "dtype",
     "eager_ms", "fxcpp_ms"}, ...]}."""
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from benchmarks.machine import machine_info
-
-    print(json.dumps(machine_info(2, command)))
+    print_host(command)
     print(f"{'round':>5} {'build':<12} {'case':<11} {'dtype':<9} {'eager ms':>9} {'fxcpp ms':>9}")
     for rnd in range(rounds):
         for b in builds:
