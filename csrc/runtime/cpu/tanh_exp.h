@@ -31,7 +31,8 @@ inline at::vec::Vectorized<float> tanh_exp(const at::vec::Vectorized<float>& xv)
   p = at::vec::fmadd(p, a2, Vec(c1));
   p = at::vec::fmadd(p, a2, Vec(c0));
   const Vec small = at::vec::fmadd(a * a2, p, a);
-  // minimum(limit, NaN) would give the limit: clamp with the NaN second, as vminps keeps it.
+  // vminps returns its second operand when either is NaN: with 2|x| second a NaN stays NaN, in one
+  // instruction where at::vec::minimum spends three to propagate it.
 #if defined(CPU_CAPABILITY_AVX512)
   const Vec two_a = _mm512_min_ps(_mm512_set1_ps(kMaxTwoA), __m512(a + a));
 #elif defined(CPU_CAPABILITY_AVX2)
