@@ -2,13 +2,16 @@
 
 By default every oneDNN weight is kept twice: the parameter (the model's) and its packed copy
 (ours), re-packed whenever the parameter changes. With `freeze=True` the process keeps one:
-while Dynamo compiles an inference graph, fxcpp runs it once on the example inputs (every
-weight is packed and every kernel choice measured then), freezes the kernels that ran from
-their packs (runtime/onednn/fused_kernel.h: they never read those tensors again) and puts a
-`ReleasedTensor` in place of each parameter or buffer nothing else reads, on every module
-that holds it. That is what Inductor's `freezing_discard_parameters` does, and for the same
-reason at compile time: Dynamo builds its guards after the backend returns, so they expect
-the stand-in and nothing recompiles.
+while Dynamo compiles an inference graph, fxcpp puts a `ReleasedTensor` in place of each
+parameter or buffer that only oneDNN kernels read (a weight, a bias, a folded BatchNorm's
+tensors), on every module that holds it, and hands the tensors to the plan
+(runtime/executor_freeze.cpp). The graph's first call packs each one and lets go of it as
+soon as its kernels run from their packs (they are frozen: runtime/onednn/fused_kernel.h), so
+the first call holds one pack more than eager, not every weight twice. A tensor a kernel
+still reads as it is (eager's ATen path measured faster there) stays with the plan: one copy
+too. Releasing at compile time is what Inductor's `freezing_discard_parameters` does, and for
+the same reason: Dynamo builds its guards after the backend returns, so they expect the
+stand-in and nothing recompiles.
 
 What the user gives up, as with Inductor's freezing:
 - weight changes are no longer seen by the frozen kernels;
@@ -19,8 +22,8 @@ What the user gives up, as with Inductor's freezing:
   `torch.compiler.set_stance("fail_on_recompile")` (a new shape then raises and the frozen
   graph keeps serving), with the shapes it will see compiled first (`mark_dynamic`).
 A graph that is not frozen says why in the log: a training graph, one whose aot_autograd
-runtime wrappers have work to do (an input mutation, an output alias), one that does not
-run wholly in C++, or one with random ops (the extra call would advance the RNG).
+runtime wrappers have work to do (an input mutation, an output alias), or one that does not
+run wholly in C++.
 """
 from __future__ import annotations
 
@@ -30,7 +33,6 @@ import weakref
 
 import torch
 from torch.utils import _pytree as pytree
-from torch.utils._python_dispatch import _disable_current_modes
 
 
 log = logging.getLogger("fxcpp")
@@ -71,26 +73,6 @@ class ReleasedTensor(torch.Tensor):
             f"before the release: compile without freeze=True to call it eagerly, read its state_dict or compile "
             f"graphs for new input shapes, and serve a frozen model under "
             f"torch.compiler.set_stance('fail_on_recompile'), so that a new shape raises instead of compiling.")
-
-
-def _draws_random(n) -> bool:
-    """Whether the node reads the RNG: an op tagged nondeterministic_seeded, unless its dropout
-    is off (attention with dropout_p = 0, native_dropout with train = False)."""
-    if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload):
-        return False
-    if torch.Tag.nondeterministic_seeded not in n.target.tags:
-        return False
-    schema = n.target._schema.arguments
-    for i, a in enumerate(schema):
-        if a.name not in ("dropout_p", "train"):
-            continue
-        v = n.args[i] if i < len(n.args) else n.kwargs.get(a.name, a.default_value)
-        return not (v == 0 if a.name == "dropout_p" else v is False)
-    return True
-
-
-def _random(gm) -> bool:
-    return any(_draws_random(n) for n in gm.graph.nodes)
 
 
 def _source_name(src) -> str:
@@ -138,8 +120,8 @@ def _owners(targets: dict) -> list:
 
 
 def _why_not(gm, example_inputs, compiled: list) -> str | None:
-    """Why the graph cannot be frozen: running it once more at compile time must change nothing
-    the user sees, and its placeholders must be Dynamo's arguments one for one."""
+    """Why the graph cannot be frozen: it must be an inference graph run wholly by one plan,
+    called with Dynamo's arguments one for one and nothing for aot's wrappers to do."""
     from .precompile import precompiling
 
     if precompiling():
@@ -155,38 +137,39 @@ def _why_not(gm, example_inputs, compiled: list) -> str | None:
         return "the Dynamo graph holds parameters or buffers (aot prepends them)"
     if sum(1 for n in cag.gm.graph.nodes if n.op == "placeholder") != len(example_inputs):
         return "aot rewrote the arguments (deduplicated, synthetic base or effect tokens)"
-    if _random(cag.gm):
-        return "the graph has random ops (running it once more would advance the RNG)"
     return None
 
 
 def release(gm, example_inputs, compiled: list) -> list[str]:
-    """Freeze the inference graph aot just compiled from Dynamo's `gm` and release what it no
-    longer reads; returns the attribute names released."""
+    """Release what the inference graph aot just compiled from Dynamo's `gm` can run without once
+    packed, handing it to the graph's plan; returns the attribute names released."""
     why = _why_not(gm, example_inputs, compiled)
     if why is not None:
         log.info("fxcpp: Options.freeze: graph not frozen, its weights stay fresh: %s", why)
         return []
     cag = compiled[0][0]
+    exe = cag.single.exe
     # A symbolic size's example is a SymInt: its hint is the concrete value (reading it as an
     # int would guard on it, specializing a dynamic dimension).
     args = [x.node.hint if isinstance(x, torch.SymInt) else x for x in example_inputs]
     if any(a is None for a in args):
         log.info("fxcpp: Options.freeze: graph %d not frozen: a symbolic input has no concrete value", cag.id)
         return []
-    with _disable_current_modes(), torch.no_grad():
-        cag.run(list(args))  # packs every weight and measures every choice
-        positions = set(cag.single.exe.freeze_packed_weights(args))
+    positions = set(exe.freeze_candidates(args))
     for i in cag.static - positions:
         if isinstance(example_inputs[i], torch.Tensor):
             _pin(example_inputs[i])
     positions = [i for i in sorted(positions) if not _pinned(example_inputs[i])]
+    if not positions:
+        log.info("fxcpp: Options.freeze: graph %d holds no weight it could release", cag.id)
+        return []
     placeholders = list(gm.graph.find_nodes(op="placeholder"))
     sources = [getattr(placeholders[i], "_dynamo_source", None) for i in positions]
     if None in sources or not _drop_tensor_guards(sources):
-        log.info("fxcpp: Options.freeze: graph %d frozen, but its parameters are kept: Dynamo's guards on them "
+        log.info("fxcpp: Options.freeze: graph %d not frozen, its parameters are kept: Dynamo's guards on them "
                  "could not be edited", cag.id)
         return []
+    exe.adopt_released(args, positions)
     targets = {id(example_inputs[i]): example_inputs[i] for i in positions}
     released = []
     for module, name, t in _owners(targets):
@@ -197,5 +180,6 @@ def release(gm, example_inputs, compiled: list) -> list[str]:
         setattr(module, name, stand_in)
         released.append(f"{type(module).__name__}.{name}")
     cag.released = released
-    log.info("fxcpp: Options.freeze: released %d parameter/buffer tensor(s) of inference graph %d", len(released), cag.id)
+    log.info("fxcpp: Options.freeze: released %d parameter/buffer tensor(s) of inference graph %d; its first call "
+             "packs each and lets go of it", len(released), cag.id)
     return released

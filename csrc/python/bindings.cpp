@@ -90,7 +90,7 @@ py::list to_python_list(const std::vector<c10::IValue>& vals) {
 // No Python on the hot path: other threads run while the plan does, unless it is brief.
 py::list run_releasing_gil(const Executable& e, std::vector<c10::IValue> ins) {
   std::vector<c10::IValue> outs;
-  if (e.brief()) {
+  if (e.brief() && !e.resolving()) {  // a first call that may wait on another keeps no GIL
     outs = e.run(std::move(ins));
   } else {
     py::gil_scoped_release no_gil;
@@ -498,13 +498,13 @@ PYBIND11_MODULE(_C, m) {
         for (const auto& s : e.steps()) out.push_back(s.kernel->describe());
         return out;
       })
-      // Options.freeze (backend/freeze.py): after a call with `inputs`, the input positions whose
-      // every use now runs from a pack the kernel keeps; nothing reads them again.
-      .def("freeze_packed_weights", [](const Executable& e, py::sequence inputs) {
-        auto ins = to_ivalues(inputs);
-        py::gil_scoped_release no_gil;
-        return e.freeze_packed_weights(ins);
+      // Options.freeze (backend/freeze.py), before the first call: the input positions that may
+      // be released; then the plan takes those tensors over and lets go of each during that call.
+      .def("freeze_candidates", [](const Executable& e, py::sequence inputs) { return e.freeze_candidates(to_ivalues(inputs)); })
+      .def("adopt_released", [](const Executable& e, py::sequence inputs, const std::vector<int>& positions) {
+        e.adopt_released(to_ivalues(inputs), positions);
       })
+      .def("adopted_count", &Executable::adopted_count)
       .def("planned_peak_bytes", &Executable::planned_peak_bytes)
       .def("graph_str", [](const Executable& e) { return e.graph().str(); })
       .def("__str__", &Executable::str);

@@ -100,12 +100,12 @@ c10::IValue materialize(const ArgSlot& a, const std::vector<c10::IValue>& frame)
   return {};
 }
 
+}  // namespace
+
 void collect_slots(const ArgSlot& a, std::vector<int>& out) {
   if (a.kind == ArgSlot::Kind::Slot) out.push_back(a.slot);
   for (const auto& e : a.elems) collect_slots(e, out);
 }
-
-}  // namespace
 
 Executable::Executable(std::shared_ptr<const Graph> graph, const KernelRegistry& registry) : graph_(std::move(graph)) {
   num_slots_ = graph_->num_values();
@@ -224,54 +224,6 @@ void Executable::plan_brief() {
   brief_ = true;
 }
 
-std::vector<int> Executable::freeze_packed_weights(const std::vector<c10::IValue>& inputs) const {
-  const auto& ins = graph_->inputs();
-  if (inputs.size() != ins.size()) throw std::invalid_argument("freeze_packed_weights: wrong number of inputs");
-  std::vector<c10::IValue> frame(num_slots_);
-  for (size_t i = 0; i < ins.size(); ++i) frame[ins[i]->id] = inputs[i];
-  // A slot read anywhere but as a direct arg of a step (a list element, a graph output, the
-  // static part) is read as it is: never frozen.
-  std::vector<bool> pinned(num_slots_, false);
-  for (int s : static_.sources) pinned[s] = true;
-  std::vector<int> slots;
-  for (const auto& a : outputs_) collect_slots(a, slots);
-  for (const Step& st : steps_)
-    for (const auto& a : st.args)
-      if (a.kind == ArgSlot::Kind::List) collect_slots(a, slots);
-  for (int s : slots) pinned[s] = true;
-  std::vector<int> frozen;
-  std::vector<bool> frozen_slot(num_slots_, false);
-  for (size_t i = 0; i < ins.size(); ++i) {
-    const Value* v = ins[i];
-    if (!v->is_static || v->kind != ValueKind::Tensor || pinned[v->id] || !inputs[i].isTensor() ||
-        !inputs[i].toTensor().defined() || inputs[i].toTensor().numel() == 0)
-      continue;
-    bool used = false, ok = true;
-    for (size_t k = 0; k < steps_.size() && ok; ++k)
-      for (size_t j = 0; j < steps_[k].args.size() && ok; ++j) {
-        const ArgSlot& a = steps_[k].args[j];
-        if (a.kind != ArgSlot::Kind::Slot || a.slot != v->id) continue;
-        used = true;
-        ok = steps_[k].kernel->can_freeze_arg(static_cast<int>(j));
-      }
-    if (used && ok) {
-      frozen.push_back(static_cast<int>(i));
-      frozen_slot[v->id] = true;
-    }
-  }
-  Stack stack;
-  for (const Step& st : steps_) {
-    bool reads_frozen = false;
-    for (const auto& a : st.args) reads_frozen |= a.kind == ArgSlot::Kind::Slot && frozen_slot[a.slot];
-    if (!reads_frozen) continue;
-    stack.clear();
-    for (const auto& a : st.args)  // what the kernel copies comes from inputs and constants only
-      stack.push_back(a.kind == ArgSlot::Kind::Slot ? frame[a.slot] : a.kind == ArgSlot::Kind::Const ? a.constant : c10::IValue());
-    st.kernel->freeze(stack);
-  }
-  return frozen;
-}
-
 std::vector<at::Tensor> Executable::static_sources(const std::vector<c10::IValue>& frame) const {
   std::vector<at::Tensor> ts;
   ts.reserve(static_.sources.size() + static_.consts.size());
@@ -289,6 +241,17 @@ std::vector<c10::IValue> Executable::execute(std::vector<c10::IValue> inputs, st
   c10::AutoGradMode no_grad(false);
   std::vector<c10::IValue> frame(num_slots_);
   for (size_t i = 0; i < ins.size(); ++i) frame[ins[i]->id] = std::move(inputs[i]);
+  // Options.freeze: the first call runs alone and lets go of the released inputs as it goes
+  // (executor_freeze.cpp); every call reads those still adopted in place of what it was passed.
+  std::unique_lock<std::mutex> adopt_lk;
+  if (resolving_.load(std::memory_order_acquire)) adopt_lk = std::unique_lock<std::mutex>(adopt_mu_);
+  const bool resolving = adopt_lk.owns_lock() && resolving_.load(std::memory_order_relaxed);
+  put_adopted(frame);
+  std::vector<c10::IValue> inputs_frame;  // resolving: the inputs, for the stacks kernels freeze with
+  if (resolving) {
+    inputs_frame.resize(num_slots_);
+    for (const Value* v : ins) inputs_frame[v->id] = frame[v->id];
+  }
   // The static part: reuse its values while its sources are unchanged, else run it and keep them.
   std::shared_ptr<const StaticValues> cached;
   std::shared_ptr<StaticValues> fresh;
@@ -371,7 +334,9 @@ std::vector<c10::IValue> Executable::execute(std::vector<c10::IValue> inputs, st
         if (static_.frontier_index[o] >= 0) fresh->values[static_.frontier_index[o]] = frame[o];
     if (!keep_all)
       for (int r : s.release) frame[r] = c10::IValue();
+    if (resolving) drop_adopted_after(i, inputs_frame);
   }
+  if (resolving) resolving_.store(false, std::memory_order_release);
   if (fresh) {
     std::lock_guard<std::mutex> lk(static_mu_);
     static_values_ = std::move(fresh);

@@ -31,6 +31,9 @@ struct ArgSlot {
   bool wrap_number = false;  // a number passed where the schema expects a Tensor
 };
 
+// Appends the slots an argument reads (a list's elements included).
+void collect_slots(const ArgSlot& a, std::vector<int>& out);
+
 struct Step {
   const Node* node = nullptr;
   std::unique_ptr<Kernel> kernel;
@@ -65,11 +68,20 @@ class Executable {
   // Runs keeping every value; returns value name -> value (verify mode, tests).
   std::unordered_map<std::string, c10::IValue> run_debug(std::vector<c10::IValue> inputs) const;
 
-  // Options.freeze, after a call with `inputs`: each static input whose every use is an arg a
-  // kernel can run without (can_freeze_arg) is frozen: those kernels run from their packs for
-  // good and never read it again. Returns the input positions frozen, which the caller may
-  // release (backend/freeze.py). Call it between calls, never during one.
-  std::vector<int> freeze_packed_weights(const std::vector<c10::IValue>& inputs) const;
+  // Options.freeze (executor_freeze.cpp, backend/freeze.py), before the plan's first call: the
+  // positions of the static inputs whose every use is an arg its kernel could run without once
+  // packed (Kernel::may_freeze_arg). The caller may release them, after handing them to
+  // adopt_released: the plan then reads those tensors in place of what calls pass. During the
+  // first call each is dropped right after its last reader, once every kernel reading it runs
+  // from its own pack (those kernels are frozen): a weight's memory goes as soon as its pack is
+  // made, so the first call holds one pack more, not a second copy of every weight. One that a
+  // kernel still reads as it is (eager's path measured faster) stays adopted: still one copy.
+  std::vector<int> freeze_candidates(const std::vector<c10::IValue>& inputs) const;
+  void adopt_released(const std::vector<c10::IValue>& inputs, const std::vector<int>& positions) const;
+  // How many adopted inputs are still held (kept for good once the first call has returned).
+  size_t adopted_count() const;
+  // Whether the first call after adopt_released has yet to return.
+  bool resolving() const { return resolving_.load(std::memory_order_acquire); }
 
   const std::vector<Step>& steps() const { return steps_; }
   const StaticPart& static_part() const { return static_; }
@@ -91,6 +103,10 @@ class Executable {
   void plan_peak_bytes();
   void plan_brief();
   std::vector<at::Tensor> static_sources(const std::vector<c10::IValue>& frame) const;
+  // Options.freeze: the adopted inputs' tensors into a call's frame; after step `i` of the first
+  // call, freezes the readers of each adopted slot read last there and drops it if they all can.
+  void put_adopted(std::vector<c10::IValue>& frame) const;
+  void drop_adopted_after(size_t i, std::vector<c10::IValue>& inputs_frame) const;
   std::shared_ptr<const Graph> graph_;
   std::vector<Step> steps_;
   std::vector<ArgSlot> outputs_;
@@ -103,6 +119,12 @@ class Executable {
   // 0 it does; -1 it copies them (an op reading through a writable pointer): give it views.
   std::unique_ptr<std::atomic<int>[]> cow_state_;
   mutable std::mutex static_mu_;
+  // Options.freeze: released inputs the plan holds (slot -> tensor). Changed only by the first
+  // call, which holds adopt_mu_ while `resolving_`; other calls wait for it, then read only.
+  mutable std::mutex adopt_mu_;
+  mutable std::atomic<bool> resolving_{false};
+  mutable std::unordered_map<int, at::Tensor> adopted_;
+  mutable std::vector<int> last_reader_;  // per slot: the last step reading it, -1 if none
   mutable std::shared_ptr<const StaticValues> static_values_;  // under static_mu_
 };
 

@@ -26,10 +26,13 @@ class Kernel {
   // Which implementation ran and why, for explain() (e.g. "onednn brg:avx512_core, weight
   // packed once"); empty when the kind says it all. Safe to call while run() runs elsewhere.
   virtual std::string describe() const { return ""; }
-  // Options.freeze (Executable::freeze_packed_weights): whether every call so far ran from a
-  // copy of arg `pos` the kernel holds (a packed weight), so it can run without reading that
-  // arg again; freeze(args) makes it do so for good (args: a call's stack, for the weights it
-  // must still copy). Both run once, between calls.
+  // Options.freeze (executor_freeze.cpp). may_freeze_arg: before any call, whether arg `pos` is
+  // one the kernel could run without once it has packed it (by what the node is).
+  // can_freeze_arg: whether every call so far ran from a copy of arg `pos` the kernel holds (a
+  // packed weight), so it can run without reading that arg again; freeze(args) makes it do so
+  // for good (args: a call's stack, for the weights it must still copy). Both run on the thread
+  // making a plan's first call, which no other call runs beside.
+  virtual bool may_freeze_arg(int /*pos*/) const { return false; }
   virtual bool can_freeze_arg(int /*pos*/) const { return false; }
   virtual void freeze(const Stack& /*args*/) const {}
 };

@@ -87,9 +87,13 @@ class FusedKernel : public Kernel {
     return out;
   }
 
-  bool can_freeze_arg(int pos) const override {
+  bool may_freeze_arg(int pos) const override {
     const bool source = pos == 1 || pos == 2 || (f_.bn_arg >= 0 && pos >= f_.bn_arg && pos < f_.bn_arg + 4);
-    if (!source || !long_lived_ || !f_.pack_weight || volatile_.load()) return false;
+    return source && long_lived_ && f_.pack_weight && !volatile_.load();
+  }
+
+  bool can_freeze_arg(int pos) const override {
+    if (!may_freeze_arg(pos)) return false;
     std::lock_guard<std::mutex> lk(mu_);
     if (frozen_.load()) return true;
     bool any = false;

@@ -1,0 +1,100 @@
+// Options.freeze on the plan's side (backend/freeze.py is the other): which inputs a frozen
+// graph may release, and how it lets go of each one during its first call.
+//
+// The first call packs each weight. Had the caller kept every released tensor until that call
+// returned, the process would hold each weight twice at its end: the peak that freezing is
+// meant to remove. So the plan takes the released tensors over (adopt_released) and drops each
+// right after its last reader, once that reader's kernel runs from its own pack.
+#include <mutex>
+
+#include "runtime/executor.h"
+
+namespace fxcpp {
+
+std::vector<int> Executable::freeze_candidates(const std::vector<c10::IValue>& inputs) const {
+  const auto& ins = graph_->inputs();
+  if (inputs.size() != ins.size()) throw std::invalid_argument("freeze_candidates: wrong number of inputs");
+  // A slot read anywhere but as a direct arg of a step (a list element, a graph output, the
+  // static part) is read as it is: never released.
+  std::vector<bool> pinned(num_slots_, false);
+  for (int s : static_.sources) pinned[s] = true;
+  std::vector<int> slots;
+  for (const auto& a : outputs_) collect_slots(a, slots);
+  for (const Step& st : steps_)
+    for (const auto& a : st.args)
+      if (a.kind == ArgSlot::Kind::List) collect_slots(a, slots);
+  for (int s : slots) pinned[s] = true;
+  std::vector<int> out;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const Value* v = ins[i];
+    if (!v->is_static || v->kind != ValueKind::Tensor || pinned[v->id] || !inputs[i].isTensor() ||
+        !inputs[i].toTensor().defined() || inputs[i].toTensor().numel() == 0)
+      continue;
+    bool used = false, ok = true;
+    for (size_t k = 0; k < steps_.size() && ok; ++k)
+      for (size_t j = 0; j < steps_[k].args.size() && ok; ++j) {
+        const ArgSlot& a = steps_[k].args[j];
+        if (a.kind != ArgSlot::Kind::Slot || a.slot != v->id) continue;
+        used = true;
+        ok = steps_[k].kernel->may_freeze_arg(static_cast<int>(j));
+      }
+    if (used && ok) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+void Executable::adopt_released(const std::vector<c10::IValue>& inputs, const std::vector<int>& positions) const {
+  const auto& ins = graph_->inputs();
+  if (inputs.size() != ins.size()) throw std::invalid_argument("adopt_released: wrong number of inputs");
+  std::lock_guard<std::mutex> lk(adopt_mu_);
+  last_reader_.assign(num_slots_, -1);
+  for (size_t k = 0; k < steps_.size(); ++k)
+    for (const auto& a : steps_[k].args)
+      if (a.kind == ArgSlot::Kind::Slot) last_reader_[a.slot] = static_cast<int>(k);
+  for (int i : positions) adopted_[ins.at(i)->id] = inputs.at(i).toTensor();
+  if (!adopted_.empty()) resolving_.store(true, std::memory_order_release);
+}
+
+size_t Executable::adopted_count() const {
+  std::lock_guard<std::mutex> lk(adopt_mu_);
+  return adopted_.size();
+}
+
+void Executable::put_adopted(std::vector<c10::IValue>& frame) const {
+  for (const auto& [slot, t] : adopted_) frame[slot] = t;
+}
+
+void Executable::drop_adopted_after(size_t i, std::vector<c10::IValue>& inputs_frame) const {
+  for (auto it = adopted_.begin(); it != adopted_.end();) {
+    const int slot = it->first;
+    if (last_reader_[slot] != static_cast<int>(i)) {
+      ++it;
+      continue;
+    }
+    std::vector<size_t> readers;
+    bool ok = true;
+    for (size_t k = 0; k <= i && ok; ++k)
+      for (size_t j = 0; j < steps_[k].args.size() && ok; ++j) {
+        const ArgSlot& a = steps_[k].args[j];
+        if (a.kind != ArgSlot::Kind::Slot || a.slot != slot) continue;
+        ok = steps_[k].kernel->can_freeze_arg(static_cast<int>(j));
+        if (readers.empty() || readers.back() != k) readers.push_back(k);
+      }
+    if (!ok) {  // a kernel reads it as it is: kept (the module no longer holds it, so one copy)
+      ++it;
+      continue;
+    }
+    Stack stack;
+    for (size_t k : readers) {
+      stack.clear();
+      for (const auto& a : steps_[k].args)  // what a kernel copies comes from inputs and constants only
+        stack.push_back(a.kind == ArgSlot::Kind::Slot ? inputs_frame[a.slot]
+                        : a.kind == ArgSlot::Kind::Const ? a.constant : c10::IValue());
+      steps_[k].kernel->freeze(stack);
+    }
+    inputs_frame[slot] = c10::IValue();
+    it = adopted_.erase(it);
+  }
+}
+
+}  // namespace fxcpp
