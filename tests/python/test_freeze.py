@@ -341,3 +341,46 @@ def test_threads_calling_a_frozen_graph_at_new_batch_sizes_get_eager_results(mon
         for t in threads:
             t.join()
     assert not errors, errors
+
+
+def test_the_plan_runs_from_what_it_adopted_and_calls_beside_its_first_wait_for_it():
+    # The plan alone (no Dynamo, which compiles a frame once per thread that calls it first):
+    # after adopt_released, what a call passes for those weights is a stand-in of the same shape
+    # (zeros here), and calls made at once from threads all get the eager result.
+    import sys
+    import threading
+
+    sys.path.insert(0, __file__.rsplit("/python/", 1)[0] + "/cpp")
+    from graphs import lowered
+
+    def fn(x, w1, b1, w2, b2):
+        return F.linear(torch.relu(F.linear(x, w1, b1)), w2, b2)
+
+    torch.manual_seed(0)
+    args = [torch.randn(32, 64), torch.randn(128, 64), torch.randn(128), torch.randn(16, 128), torch.randn(16)]
+    ref = fn(*args)
+    _, g = lowered(fn, *args)  # every input but x static, as a module's parameters are
+    _C.run_pipeline(g)
+    exe = _C.Executable(g)
+    positions = exe.freeze_candidates(args)
+    assert positions == [1, 2, 3, 4]
+    exe.adopt_released(args, positions)
+    stand_ins = [args[0]] + [torch.zeros_like(t) for t in args[1:]]
+    start = threading.Barrier(4)
+    errors = []
+
+    def serve():
+        try:
+            start.wait()
+            for _ in range(3):
+                assert_same(ref, exe.run(stand_ins)[0])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=serve) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert exe.adopted_count() == 0
