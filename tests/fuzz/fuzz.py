@@ -33,6 +33,8 @@ TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.flo
 # _check's calls of one compiled model, in order (write_repro's script makes the same).
 CALLS = ("first call", "second call", "call after the weights changed",
          "call with a new first-dim size", "call with another first-dim size")
+FROZEN_CALLS = CALLS[:2]
+FROZEN_SEEN: list = []  # freeze: the seeds whose model had parameters released
 
 
 def _tol(dtype: str) -> float:
@@ -46,9 +48,10 @@ def instantiate(p: Program):
     return ns["Program"], ns["make_inputs"]
 
 
-def check(p: Program, notes: list | None = None, train: bool = False) -> tuple[str, str]:
+def check(p: Program, notes: list | None = None, train: bool = False, freeze: bool = False) -> tuple[str, str]:
     """("ok" | "skip" | "fail" | "traced", detail). skip: eager itself raises on this program.
-    train: two training steps (_check_train) instead of the inference calls.
+    train: two training steps (_check_train) instead of the inference calls. freeze: compiled
+    with options={"freeze": True}, called twice on the same inputs (_check, FROZEN_CALLS).
     traced: values right, but an output's strides are those Dynamo traced, not eager's (see
     _output_strides). fxcpp's warnings (a fallback to the Interpreter or to ATen:
     correct, but not the intended path) are appended to `notes`."""
@@ -59,7 +62,7 @@ def check(p: Program, notes: list | None = None, train: bool = False) -> tuple[s
     rec: list = []
     with warnings.catch_warnings(record=True) as caught, recording(rec):
         warnings.simplefilter("always")
-        out = _check_train(p) if train else _check(p)
+        out = _check_train(p) if train else _check(p, freeze)
     if notes is not None:
         notes += sorted({str(w.message).splitlines()[0][:300] for w in caught if "fxcpp" in str(w.message)})
         # A kernel's own fallbacks are in explain()'s notes (its C++ warnings go to stderr).
@@ -67,13 +70,15 @@ def check(p: Program, notes: list | None = None, train: bool = False) -> tuple[s
     return out
 
 
-def _check(p: Program) -> tuple[str, str]:
+def _check(p: Program, freeze: bool = False) -> tuple[str, str]:
     """Five calls of one compiled model, each against eager: the first (which compiles and,
     for a oneDNN node, measures its paths); a second on the same inputs (the path chosen, the
     primitive and packed weight cached); a third after every parameter changed in one of the
     ways a user changes weights (_change_weights); then two with new sizes of the inputs'
     first dim (Dynamo recompiles once with that dim symbolic, then reuses that graph). Where
-    eager rejects the new sizes (a size written into the program), those two are left out."""
+    eager rejects the new sizes (a size written into the program), those two are left out.
+    freeze: the first two only (a frozen model sees no weight change, and a new size would
+    compile a graph reading the released weights), against eager's result from before."""
     cls, make_inputs = instantiate(p)
     dtype = TORCH_DTYPES[p.dtype]
     model = cls().eval().to(dtype)
@@ -90,15 +95,21 @@ def _check(p: Program) -> tuple[str, str]:
             traced.append(_output_strides(gm))
             return torch._dynamo.lookup_backend("fxcpp")(gm, example_inputs)
 
-        compiled = torch.compile(model, backend=fxcpp_recording_strides)
+        backend = fxcpp_recording_strides
+        if freeze:
+            def backend(gm, example_inputs):
+                traced.append(_output_strides(gm))
+                return torch._dynamo.lookup_backend("fxcpp")(gm, example_inputs, options={"freeze": True})
+
+        compiled = torch.compile(model, backend=backend)
         traced_detail = ""
         try:
-            for call in CALLS:
+            for call in FROZEN_CALLS if freeze else CALLS:
                 if call == "call after the weights changed" and not _change_weights(model, p.seed):
                     continue
                 if "first-dim size" in call:
                     xs = _resized_inputs(p, dtype, 2 if call == CALLS[3] else 5)
-                if call != "first call":
+                if call != "first call" and not freeze:
                     try:
                         ref, ref64 = _eager(model, xs)
                     except Exception:  # noqa: BLE001 - a size written into the program: eager rejects it
@@ -119,6 +130,8 @@ def _check(p: Program) -> tuple[str, str]:
                 traced_detail = traced_detail or detail
         finally:
             torch._dynamo.reset()
+    if freeze and any(type(t).__name__ == "ReleasedTensor" for t in model.parameters()):
+        FROZEN_SEEN.append(p.seed)
     return ("traced", traced_detail) if traced_detail else ("ok", "")
 
 
@@ -386,7 +399,7 @@ if __name__ == "__main__":
 
 
 def run(n: int, seed: int, out_dir: str | None, verbose: bool = False, train: bool = False,
-        dtypes: tuple = tuple(DTYPES), grammar: int = 1) -> dict:
+        dtypes: tuple = tuple(DTYPES), grammar: int = 1, freeze: bool = False) -> dict:
     """Programs of seeds seed..seed+n-1 of that grammar whose dtype is in `dtypes` (the others
     are counted as left out)."""
     counts = {"ok": 0, "skip": 0, "fail": 0, "traced": 0, "left out": 0}
@@ -398,7 +411,7 @@ def run(n: int, seed: int, out_dir: str | None, verbose: bool = False, train: bo
             counts["left out"] += 1
             continue
         notes: list = []
-        status, detail = check(p, notes, train)
+        status, detail = check(p, notes, train, freeze)
         counts[status] += 1
         if status == "traced":
             traced.append((s, detail))
@@ -429,13 +442,17 @@ def main(argv=None) -> int:
     ap.add_argument("--train", action="store_true", help="two training steps per program instead of inference calls")
     ap.add_argument("--dtypes", default=",".join(DTYPES), help="the programs of these dtypes only (default: all)")
     ap.add_argument("--grammar", type=int, default=1, choices=(1, 2, 3), help="grammar.py's generation (default: 1)")
+    ap.add_argument("--freeze", action="store_true", help="compile with options={'freeze': True}; two calls per program")
     a = ap.parse_args(argv)
-    c = run(a.n, a.seed, a.out, a.verbose, a.train, tuple(a.dtypes.split(",")), a.grammar)
+    if a.freeze and a.train:
+        ap.error("--freeze compiles inference graphs only")
+    c = run(a.n, a.seed, a.out, a.verbose, a.train, tuple(a.dtypes.split(",")), a.grammar, a.freeze)
     print(f"programs {a.n} (grammar {a.grammar}, seeds {a.seed}..{a.seed + a.n - 1}): "
           + (f"{c['left out']} of other dtypes left out, " if c["left out"] else "")
           + f"ok {c['ok']}, eager raised too {c['skip']}, "
           f"failed {c['fail']} in {c['seconds']} s; fxcpp warned (a correct fallback) on {len(c['fallbacks'])}; "
-          f"output strides as Dynamo traced them, not eager's, on {c['traced']}")
+          f"output strides as Dynamo traced them, not eager's, on {c['traced']}"
+          + (f"; parameters released on {len(FROZEN_SEEN)}" if a.freeze else ""))
     return 1 if c["fail"] else 0
 
 

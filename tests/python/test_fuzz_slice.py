@@ -3,7 +3,8 @@ fxcpp matches eager by the harness rule and leaves its inputs untouched, at its 
 a second, one after its weights changed and two at new batch sizes; the same for a slice of
 grammar 2 (casts, other reductions, rotary, gated MLPs, masked softmax, broadcast inputs...)
 and grammar 3 (statistics and softmax over other dims than the last);
-two training steps of the fp32 programs of both. `make fuzz N=...` runs as many as asked.
+two training steps of the fp32 programs of both; a slice of grammar 2 compiled with
+freeze=True. `make fuzz N=...` runs as many as asked.
 Also: the shrinker keeps a failure and drops what it does not need, and the reproducer it
 writes runs on its own."""
 import os
@@ -47,6 +48,19 @@ def test_fuzz_slice_grammar_3(start):
     c = fuzz.run(BATCH, start, out_dir=None, grammar=3)
     assert c["fail"] == 0, "\n".join(f"seed {s}: {d}\n  {prog}" for s, d, prog, _ in c["failures"])
     assert c["ok"] >= BATCH * 0.9, c
+
+
+FREEZE_SEEDS = 100
+
+
+def test_fuzz_freeze_slice_grammar_2():
+    """options={"freeze": True}: the first call lets go of each released weight once packed;
+    both calls match eager's result from before the compile."""
+    released_before = len(fuzz.FROZEN_SEEN)
+    c = fuzz.run(FREEZE_SEEDS, 0, out_dir=None, grammar=2, freeze=True)
+    assert c["fail"] == 0, "\n".join(f"seed {s}: {d}\n  {prog}" for s, d, prog, _ in c["failures"])
+    assert c["ok"] >= FREEZE_SEEDS * 0.9, c
+    assert len(fuzz.FROZEN_SEEN) - released_before >= FREEZE_SEEDS // 5  # the slice froze models
 
 
 TRAIN_SEEDS = 150
