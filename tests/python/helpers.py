@@ -90,3 +90,24 @@ def assert_edge_values_match(name, r, c, inputs):
     ok = fin & ~r.isinf()
     tol = dict(rtol=1e-5, atol=1e-6) if r.dtype == torch.float32 else dict(rtol=1.6e-2, atol=1e-5)
     torch.testing.assert_close(c[ok], r[ok], **tol)
+
+
+def errors_in_threads(*workers) -> list:
+    """Runs each callable in a thread of its own, all started before any is joined; returns the
+    exceptions they raised (a failed assert in a thread would otherwise only be printed)."""
+    import threading
+
+    errors = []
+
+    def guarded(fn):
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - handed to the caller
+            errors.append(e)
+
+    threads = [threading.Thread(target=guarded, args=(w,)) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors

@@ -12,7 +12,7 @@ import fxcpp
 from fxcpp import _C
 from fxcpp.explain import recording
 from fxcpp.freeze import ReleasedTensor
-from helpers import assert_same
+from helpers import assert_same, errors_in_threads
 
 pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
 
@@ -312,8 +312,6 @@ def test_attention_without_dropout_is_frozen():
 
 def test_threads_calling_a_frozen_graph_at_new_batch_sizes_get_eager_results(monkeypatch):
     # The first calls at each new size pack their layouts from the kept packs, concurrently.
-    import threading
-
     monkeypatch.delenv("FXCPP_KERNEL_CHOICE")
     model = mlp()
     xs = {b: torch.randn(b, 64) for b in (32, 2, 3, 5, 9, 17, 24)}
@@ -323,23 +321,14 @@ def test_threads_calling_a_frozen_graph_at_new_batch_sizes_get_eager_results(mon
     f = torch.compile(model, backend="fxcpp", options=FREEZE)
     with torch.no_grad():
         f(xs[32])
-    errors = []
-
     def serve(sizes):
-        try:
-            with torch.no_grad():
-                for _ in range(3):
-                    for b in sizes:
-                        assert_same(refs[b], f(xs[b]))
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        with torch.no_grad():
+            for _ in range(3):
+                for b in sizes:
+                    assert_same(refs[b], f(xs[b]))
 
-    threads = [threading.Thread(target=serve, args=(sizes,)) for sizes in ([2, 3, 5], [5, 9, 2], [17, 24, 3], [24, 2, 17])]
     with torch.compiler.set_stance("fail_on_recompile"):  # one graph serves every size
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        errors = errors_in_threads(*[lambda s=s: serve(s) for s in ([2, 3, 5], [5, 9, 2], [17, 24, 3], [24, 2, 17])])
     assert not errors, errors
 
 
@@ -367,20 +356,12 @@ def test_the_plan_runs_from_what_it_adopted_and_calls_beside_its_first_wait_for_
     exe.adopt_released(args, positions)
     stand_ins = [args[0]] + [torch.zeros_like(t) for t in args[1:]]
     start = threading.Barrier(4)
-    errors = []
 
     def serve():
-        try:
-            start.wait()
-            for _ in range(3):
-                assert_same(ref, exe.run(stand_ins)[0])
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        start.wait()
+        for _ in range(3):
+            assert_same(ref, exe.run(stand_ins)[0])
 
-    threads = [threading.Thread(target=serve) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = errors_in_threads(*[serve] * 4)
     assert not errors, errors
     assert exe.adopted_count() == 0
