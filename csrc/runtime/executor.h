@@ -107,6 +107,8 @@ class Executable {
   // call, freezes the readers of each adopted slot read last there and drops it if they all can.
   void put_adopted(std::vector<c10::IValue>& frame) const;
   void drop_adopted_after(size_t i, std::vector<c10::IValue>& inputs_frame) const;
+  // (step, arg position) of every step reading `slot` as a direct arg, in step order.
+  std::vector<std::pair<size_t, int>> readers_of(int slot) const;
   std::shared_ptr<const Graph> graph_;
   std::vector<Step> steps_;
   std::vector<ArgSlot> outputs_;
@@ -124,7 +126,7 @@ class Executable {
   mutable std::mutex adopt_mu_;
   mutable std::atomic<bool> resolving_{false};
   mutable std::unordered_map<int, at::Tensor> adopted_;
-  mutable std::vector<int> last_reader_;  // per slot: the last step reading it, -1 if none
+  mutable std::unordered_map<int, std::vector<std::pair<size_t, int>>> adopted_readers_;  // readers_of each
   mutable std::shared_ptr<const StaticValues> static_values_;  // under static_mu_
 };
 

@@ -5,11 +5,22 @@
 // returned, the process would hold each weight twice at its end: the peak that freezing is
 // meant to remove. So the plan takes the released tensors over (adopt_released) and drops each
 // right after its last reader, once that reader's kernel runs from its own pack.
+#include <algorithm>
 #include <mutex>
 
 #include "runtime/executor.h"
 
 namespace fxcpp {
+
+std::vector<std::pair<size_t, int>> Executable::readers_of(int slot) const {
+  std::vector<std::pair<size_t, int>> out;
+  for (size_t k = 0; k < steps_.size(); ++k)
+    for (size_t j = 0; j < steps_[k].args.size(); ++j) {
+      const ArgSlot& a = steps_[k].args[j];
+      if (a.kind == ArgSlot::Kind::Slot && a.slot == slot) out.emplace_back(k, static_cast<int>(j));
+    }
+  return out;
+}
 
 std::vector<int> Executable::freeze_candidates(const std::vector<c10::IValue>& inputs) const {
   const auto& ins = graph_->inputs();
@@ -30,15 +41,10 @@ std::vector<int> Executable::freeze_candidates(const std::vector<c10::IValue>& i
     if (!v->is_static || v->kind != ValueKind::Tensor || pinned[v->id] || !inputs[i].isTensor() ||
         !inputs[i].toTensor().defined() || inputs[i].toTensor().numel() == 0)
       continue;
-    bool used = false, ok = true;
-    for (size_t k = 0; k < steps_.size() && ok; ++k)
-      for (size_t j = 0; j < steps_[k].args.size() && ok; ++j) {
-        const ArgSlot& a = steps_[k].args[j];
-        if (a.kind != ArgSlot::Kind::Slot || a.slot != v->id) continue;
-        used = true;
-        ok = steps_[k].kernel->may_freeze_arg(static_cast<int>(j));
-      }
-    if (used && ok) out.push_back(static_cast<int>(i));
+    const auto readers = readers_of(v->id);
+    const bool ok = std::all_of(readers.begin(), readers.end(),
+                                [&](const auto& r) { return steps_[r.first].kernel->may_freeze_arg(r.second); });
+    if (!readers.empty() && ok) out.push_back(static_cast<int>(i));
   }
   return out;
 }
@@ -47,11 +53,11 @@ void Executable::adopt_released(const std::vector<c10::IValue>& inputs, const st
   const auto& ins = graph_->inputs();
   if (inputs.size() != ins.size()) throw std::invalid_argument("adopt_released: wrong number of inputs");
   std::lock_guard<std::mutex> lk(adopt_mu_);
-  last_reader_.assign(num_slots_, -1);
-  for (size_t k = 0; k < steps_.size(); ++k)
-    for (const auto& a : steps_[k].args)
-      if (a.kind == ArgSlot::Kind::Slot) last_reader_[a.slot] = static_cast<int>(k);
-  for (int i : positions) adopted_[ins.at(i)->id] = inputs.at(i).toTensor();
+  for (int i : positions) {
+    const int slot = ins.at(i)->id;
+    adopted_[slot] = inputs.at(i).toTensor();
+    adopted_readers_[slot] = readers_of(slot);
+  }
   if (!adopted_.empty()) resolving_.store(true, std::memory_order_release);
 }
 
@@ -67,25 +73,20 @@ void Executable::put_adopted(std::vector<c10::IValue>& frame) const {
 void Executable::drop_adopted_after(size_t i, std::vector<c10::IValue>& inputs_frame) const {
   for (auto it = adopted_.begin(); it != adopted_.end();) {
     const int slot = it->first;
-    if (last_reader_[slot] != static_cast<int>(i)) {
+    const auto& readers = adopted_readers_.at(slot);  // in step order, so the last is the last reader
+    if (readers.back().first != i) {
       ++it;
       continue;
     }
-    std::vector<size_t> readers;
-    bool ok = true;
-    for (size_t k = 0; k <= i && ok; ++k)
-      for (size_t j = 0; j < steps_[k].args.size() && ok; ++j) {
-        const ArgSlot& a = steps_[k].args[j];
-        if (a.kind != ArgSlot::Kind::Slot || a.slot != slot) continue;
-        ok = steps_[k].kernel->can_freeze_arg(static_cast<int>(j));
-        if (readers.empty() || readers.back() != k) readers.push_back(k);
-      }
+    const bool ok = std::all_of(readers.begin(), readers.end(),
+                                [&](const auto& r) { return steps_[r.first].kernel->can_freeze_arg(r.second); });
     if (!ok) {  // a kernel reads it as it is: kept (the module no longer holds it, so one copy)
       ++it;
       continue;
     }
     Stack stack;
-    for (size_t k : readers) {
+    for (const auto& r : readers) {  // freeze() is idempotent: a step reading it twice freezes once
+      const size_t k = r.first;
       stack.clear();
       for (const auto& a : steps_[k].args)  // what a kernel copies comes from inputs and constants only
         stack.push_back(a.kind == ArgSlot::Kind::Slot ? inputs_frame[a.slot]
@@ -93,6 +94,7 @@ void Executable::drop_adopted_after(size_t i, std::vector<c10::IValue>& inputs_f
       steps_[k].kernel->freeze(stack);
     }
     inputs_frame[slot] = c10::IValue();
+    adopted_readers_.erase(slot);
     it = adopted_.erase(it);
   }
 }
