@@ -34,7 +34,6 @@ TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.flo
 CALLS = ("first call", "second call", "call after the weights changed",
          "call with a new first-dim size", "call with another first-dim size")
 FROZEN_CALLS = CALLS[:2]
-FROZEN_SEEN: list = []  # freeze: the seeds whose model had parameters released
 
 
 def _tol(dtype: str) -> float:
@@ -48,10 +47,12 @@ def instantiate(p: Program):
     return ns["Program"], ns["make_inputs"]
 
 
-def check(p: Program, notes: list | None = None, train: bool = False, freeze: bool = False) -> tuple[str, str]:
+def check(p: Program, notes: list | None = None, train: bool = False, freeze: bool = False,
+          released: list | None = None) -> tuple[str, str]:
     """("ok" | "skip" | "fail" | "traced", detail). skip: eager itself raises on this program.
     train: two training steps (_check_train) instead of the inference calls. freeze: compiled
-    with options={"freeze": True}, called twice on the same inputs (_check, FROZEN_CALLS).
+    with options={"freeze": True}, called twice on the same inputs (_check, FROZEN_CALLS); the
+    seed goes into `released` when the model's parameters were released.
     traced: values right, but an output's strides are those Dynamo traced, not eager's (see
     _output_strides). fxcpp's warnings (a fallback to the Interpreter or to ATen:
     correct, but not the intended path) are appended to `notes`."""
@@ -62,7 +63,7 @@ def check(p: Program, notes: list | None = None, train: bool = False, freeze: bo
     rec: list = []
     with warnings.catch_warnings(record=True) as caught, recording(rec):
         warnings.simplefilter("always")
-        out = _check_train(p) if train else _check(p, freeze)
+        out = _check_train(p) if train else _check(p, freeze, released)
     if notes is not None:
         notes += sorted({str(w.message).splitlines()[0][:300] for w in caught if "fxcpp" in str(w.message)})
         # A kernel's own fallbacks are in explain()'s notes (its C++ warnings go to stderr).
@@ -70,7 +71,7 @@ def check(p: Program, notes: list | None = None, train: bool = False, freeze: bo
     return out
 
 
-def _check(p: Program, freeze: bool = False) -> tuple[str, str]:
+def _check(p: Program, freeze: bool = False, released: list | None = None) -> tuple[str, str]:
     """Five calls of one compiled model, each against eager: the first (which compiles and,
     for a oneDNN node, measures its paths); a second on the same inputs (the path chosen, the
     primitive and packed weight cached); a third after every parameter changed in one of the
@@ -91,17 +92,13 @@ def _check(p: Program, freeze: bool = False) -> tuple[str, str]:
         torch._dynamo.reset()
         traced: list = []  # the output strides of each graph Dynamo hands fxcpp, as it traced them
 
+        options = {"freeze": True} if freeze else None
+
         def fxcpp_recording_strides(gm, example_inputs):
             traced.append(_output_strides(gm))
-            return torch._dynamo.lookup_backend("fxcpp")(gm, example_inputs)
+            return torch._dynamo.lookup_backend("fxcpp")(gm, example_inputs, options=options)
 
-        backend = fxcpp_recording_strides
-        if freeze:
-            def backend(gm, example_inputs):
-                traced.append(_output_strides(gm))
-                return torch._dynamo.lookup_backend("fxcpp")(gm, example_inputs, options={"freeze": True})
-
-        compiled = torch.compile(model, backend=backend)
+        compiled = torch.compile(model, backend=fxcpp_recording_strides)
         traced_detail = ""
         try:
             for call in FROZEN_CALLS if freeze else CALLS:
@@ -130,8 +127,8 @@ def _check(p: Program, freeze: bool = False) -> tuple[str, str]:
                 traced_detail = traced_detail or detail
         finally:
             torch._dynamo.reset()
-    if freeze and any(type(t).__name__ == "ReleasedTensor" for t in model.parameters()):
-        FROZEN_SEEN.append(p.seed)
+    if released is not None and any(type(t).__name__ == "ReleasedTensor" for t in model.parameters()):
+        released.append(p.seed)
     return ("traced", traced_detail) if traced_detail else ("ok", "")
 
 
@@ -292,9 +289,9 @@ def _same_strides(traced, c) -> bool:
     return sorted(dims, key=lambda d: (-hints[d], d)) == sorted(dims, key=lambda d: (-c.stride(d), d))
 
 
-def _fails(p: Program, train: bool = False) -> bool:
+def _fails(p: Program, train: bool = False, freeze: bool = False) -> bool:
     try:
-        return check(p, train=train)[0] == "fail"
+        return check(p, train=train, freeze=freeze)[0] == "fail"
     except Exception:  # noqa: BLE001 - a broken candidate (e.g. a dropped value still read) is not a failure
         return False
 
@@ -308,12 +305,12 @@ def _needed(stmts, outputs) -> list:
     return list(reversed(keep))
 
 
-def shrink(p: Program, train: bool = False) -> Program:
+def shrink(p: Program, train: bool = False, freeze: bool = False) -> Program:
     """The shortest failing prefix (its last value the only output), then each statement
     replaced by its first operand where the shapes agree, while the program still fails."""
     for k in range(1, len(p.stmts) + 1):
         cand = dataclasses.replace(p, stmts=_needed(p.stmts[:k], [p.stmts[k - 1].name]), outputs=[p.stmts[k - 1].name])
-        if _fails(cand, train):
+        if _fails(cand, train, freeze):
             p = cand
             break
     changed = True
@@ -334,7 +331,7 @@ def shrink(p: Program, train: bool = False) -> Program:
                 rest.append(dataclasses.replace(t, expr=_rename(t.expr, s.name, dep), after=_rename(t.after, s.name, dep),
                                                 deps=[dep if d == s.name else d for d in t.deps]))
             cand = dataclasses.replace(p, stmts=_needed(rest, p.outputs))
-            if _fails(cand, train):
+            if _fails(cand, train, freeze):
                 p, changed = cand, True
                 break
     return p
@@ -344,7 +341,7 @@ def _rename(text: str, old: str, new: str) -> str:
     return re.sub(rf"\b{old}\b", new, text)
 
 
-def write_repro(p: Program, detail: str, out_dir: str, train: bool = False) -> str:
+def write_repro(p: Program, detail: str, out_dir: str, train: bool = False, freeze: bool = False) -> str:
     """A standalone script of the program and the five calls of _check (the fuzzer's own
     _eager and _change_weights, copied in by their source). A --train failure is rerun by the
     fuzzer itself (the script says how)."""
@@ -357,7 +354,9 @@ def write_repro(p: Program, detail: str, out_dir: str, train: bool = False) -> s
 # {p.describe()}
 # Found: {detail.splitlines()[0] if detail else ""}''' + (f"""
 # Found by --train: python tests/fuzz/fuzz.py --train --n 1 --seed {p.seed} --grammar {p.grammar} reruns its training
-# steps; this script runs the inference calls only.""" if train else "") + f'''
+# steps; this script runs the inference calls only.""" if train else "") + (f"""
+# Found by --freeze: python tests/fuzz/fuzz.py --freeze --n 1 --seed {p.seed} --grammar {p.grammar} reruns it
+# frozen; this script compiles without freeze=True.""" if freeze else "") + f'''
 import copy  # noqa: E402
 
 
@@ -403,7 +402,7 @@ def run(n: int, seed: int, out_dir: str | None, verbose: bool = False, train: bo
     """Programs of seeds seed..seed+n-1 of that grammar whose dtype is in `dtypes` (the others
     are counted as left out)."""
     counts = {"ok": 0, "skip": 0, "fail": 0, "traced": 0, "left out": 0}
-    failures, fallbacks, traced = [], [], []
+    failures, fallbacks, traced, released = [], [], [], []
     t0 = time.time()
     for s in range(seed, seed + n):
         p = generate(s, grammar)
@@ -411,7 +410,7 @@ def run(n: int, seed: int, out_dir: str | None, verbose: bool = False, train: bo
             counts["left out"] += 1
             continue
         notes: list = []
-        status, detail = check(p, notes, train, freeze)
+        status, detail = check(p, notes, train, freeze, released)
         counts[status] += 1
         if status == "traced":
             traced.append((s, detail))
@@ -420,8 +419,8 @@ def run(n: int, seed: int, out_dir: str | None, verbose: bool = False, train: bo
             fallbacks.append((s, notes))
             print(f"fallback seed {s}: {notes[0]}", flush=True)
         if status == "fail":
-            small = shrink(p, train)
-            where = write_repro(small, detail, out_dir, train) if out_dir else ""
+            small = shrink(p, train, freeze)
+            where = write_repro(small, detail, out_dir, train, freeze) if out_dir else ""
             failures.append((s, detail.splitlines()[0], small.describe(), where))
             print(f"FAIL seed {s}: {detail.splitlines()[0]}\n  shrunk: {small.describe()}\n  {where}", flush=True)
         elif verbose:
@@ -430,6 +429,7 @@ def run(n: int, seed: int, out_dir: str | None, verbose: bool = False, train: bo
     counts["failures"] = failures
     counts["fallbacks"] = fallbacks
     counts["traced_layouts"] = traced
+    counts["released"] = len(released)  # freeze: programs whose model had parameters released
     return counts
 
 
@@ -452,7 +452,7 @@ def main(argv=None) -> int:
           + f"ok {c['ok']}, eager raised too {c['skip']}, "
           f"failed {c['fail']} in {c['seconds']} s; fxcpp warned (a correct fallback) on {len(c['fallbacks'])}; "
           f"output strides as Dynamo traced them, not eager's, on {c['traced']}"
-          + (f"; parameters released on {len(FROZEN_SEEN)}" if a.freeze else ""))
+          + (f"; parameters released on {c['released']}" if a.freeze else ""))
     return 1 if c["fail"] else 0
 
 
