@@ -92,9 +92,10 @@ def assert_edge_values_match(name, r, c, inputs):
     torch.testing.assert_close(c[ok], r[ok], **tol)
 
 
-def errors_in_threads(*workers) -> list:
+def errors_in_threads(*workers, timeout: float | None = None) -> list:
     """Runs each callable in a thread of its own, all started before any is joined; returns the
-    exceptions they raised (a failed assert in a thread would otherwise only be printed)."""
+    exceptions they raised (a failed assert in a thread would otherwise only be printed), and a
+    TimeoutError for threads still running after timeout seconds (a hang, not a wait forever)."""
     import threading
 
     errors = []
@@ -105,9 +106,12 @@ def errors_in_threads(*workers) -> list:
         except Exception as e:  # noqa: BLE001 - handed to the caller
             errors.append(e)
 
-    threads = [threading.Thread(target=guarded, args=(w,)) for w in workers]
+    threads = [threading.Thread(target=guarded, args=(w,), daemon=True) for w in workers]
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout)
+    hung = sum(t.is_alive() for t in threads)
+    if hung:
+        errors.append(TimeoutError(f"{hung} of {len(threads)} threads still running after {timeout} s"))
     return errors

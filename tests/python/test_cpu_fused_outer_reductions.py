@@ -4,7 +4,6 @@ over [0, 2, 3], softmax over dim 0 or 1, with their prologue and epilogue. The g
 its domain permuted so that the reduced dims come last (Program::perm), and where the rows then
 lie side by side in memory the interpreter runs them by columns (interp_columns.h): each check
 below says which, through `column_calls`."""
-import threading
 
 import pytest
 import torch
@@ -12,7 +11,7 @@ import torch.nn.functional as F
 
 import fxcpp
 from fxcpp import _C
-from helpers import assert_same
+from helpers import assert_same, errors_in_threads
 from test_cpu_fused import DTYPES, compare, make_inputs
 
 
@@ -158,20 +157,12 @@ def test_many_threads_share_one_compiled_function():
         refs = [fn(x) for x in xs]
         for x in xs:  # compile every size before the threads start
             c(x)
-        errors = []
 
         def work(i):
-            try:
-                for _ in range(20):
-                    torch.testing.assert_close(c(xs[i]), refs[i], rtol=1e-4, atol=1e-5)
-            except Exception as e:  # noqa: BLE001 - reported below
-                errors.append(e)
+            for _ in range(20):
+                torch.testing.assert_close(c(xs[i]), refs[i], rtol=1e-4, atol=1e-5)
 
-        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        errors = errors_in_threads(*[lambda i=i: work(i) for i in range(4)])
     assert not errors, errors[0]
 
 

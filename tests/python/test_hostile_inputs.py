@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import fxcpp
-from helpers import assert_same, clone_inputs
+from helpers import assert_same, clone_inputs, errors_in_threads
 
 
 @pytest.fixture(autouse=True)
@@ -146,44 +146,29 @@ def test_one_model_compiled_from_eight_threads_at_once():
     with torch.no_grad():
         refs = [model(x) for x in inputs]
     start = threading.Barrier(8)
-    results, errors = [None] * 8, []
+    results = [None] * 8
 
     def worker(i):
-        try:
-            compiled = torch.compile(model, backend="fxcpp")  # each thread its own compile
-            start.wait()
-            with torch.no_grad():
-                results[i] = [compiled(x) for x in clone_inputs(inputs)]
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        compiled = torch.compile(model, backend="fxcpp")  # each thread its own compile
+        start.wait()
+        with torch.no_grad():
+            results[i] = [compiled(x) for x in clone_inputs(inputs)]
 
     shared = torch.compile(model, backend="fxcpp")
 
     def first_calls(i):  # one compiled function whose first call comes from eight threads at once
-        try:
-            start.wait()
-            with torch.no_grad():
-                results[i] = [shared(x) for x in clone_inputs(inputs)]
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        start.wait()
+        with torch.no_grad():
+            results[i] = [shared(x) for x in clone_inputs(inputs)]
 
     for target in (worker, first_calls):
         torch._dynamo.reset()  # the second phase compiles afresh, from its racing first calls
-        _run_threads(target, results, errors)
+        results[:] = [None] * len(results)
+        errors = errors_in_threads(*[lambda i=i: target(i) for i in range(len(results))], timeout=600)
+        assert not errors, errors  # a TimeoutError among them: a compiling thread hung
         for res in results:
             for ref, out in zip(refs, res):
                 assert_same(ref, out)
-
-
-def _run_threads(target, results, errors):
-    results[:] = [None] * len(results)
-    threads = [threading.Thread(target=target, args=(i,)) for i in range(len(results))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=600)
-    assert not any(t.is_alive() for t in threads), "a compiling thread hung"
-    assert not errors, errors
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a second device: CUDA")

@@ -1,14 +1,13 @@
 """Prepacked and folded weights stay fresh: in-place changes, load_state_dict, optimizer steps and
 replaced parameters reach the next call (identity and version counter); run() is thread-safe."""
 import copy
-import threading
 
 import pytest
 import torch
 import torch.nn as nn
 
 import fxcpp
-from helpers import assert_same
+from helpers import assert_same, errors_in_threads
 from fxcpp import _C
 
 # These tests are about the oneDNN kernels: a build without them (FXCPP_ONEDNN=0, e.g. on a
@@ -125,24 +124,14 @@ def test_many_threads_share_one_compiled_model(name):
         compiled(x)  # compile once, before the threads
         xs = [torch.randn_like(x) for _ in range(8)]
         refs = [model(xi) for xi in xs]
-    errors = []
 
     def worker(i):
-        try:
-            with torch.no_grad():
-                for _ in range(25):
-                    out = compiled(xs[i])
-                    if not torch.allclose(out, refs[i], atol=1e-4, rtol=1e-4):
-                        errors.append(f"thread {i}: wrong result")
-                        return
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(f"thread {i}: {e!r}")
+        with torch.no_grad():
+            for _ in range(25):
+                out = compiled(xs[i])
+                assert torch.allclose(out, refs[i], atol=1e-4, rtol=1e-4), f"thread {i}: wrong result"
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = errors_in_threads(*[lambda i=i: worker(i) for i in range(8)])
     assert not errors, errors
 
 

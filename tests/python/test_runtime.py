@@ -1,12 +1,11 @@
 """The executor seen from Python: thread safety, errors naming the node, buffer release."""
-import threading
 
 import pytest
 import torch
 
 import fxcpp
 from fxcpp import _C
-from helpers import compile_fxcpp
+from helpers import compile_fxcpp, errors_in_threads
 
 
 class Block(torch.nn.Module):
@@ -28,23 +27,16 @@ def test_eight_threads_thousand_calls_each_match_single_thread():
     with torch.no_grad():
         expected = compiled(x)
     assert fxcpp.explain(model, x).kernel_counts["interpreter"] == 0
-    mismatches, errors = [], []
+    mismatches = []
 
     def worker():
-        try:
-            with torch.no_grad():
-                for _ in range(1000):
-                    out = compiled(x)
-                    if not torch.equal(out, expected):
-                        mismatches.append(out)
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        with torch.no_grad():
+            for _ in range(1000):
+                out = compiled(x)
+                if not torch.equal(out, expected):
+                    mismatches.append(out)
 
-    threads = [threading.Thread(target=worker) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = errors_in_threads(*[worker] * 8)
     assert not errors, errors[:1]
     assert not mismatches, f"{len(mismatches)} of 8000 calls differ from the single-thread result"
 
@@ -66,9 +58,8 @@ def test_executable_run_from_threads_directly():
             if not torch.allclose(exe.run([t])[0], expected):
                 bad.append(1)
 
-    threads = [threading.Thread(target=worker) for _ in range(8)]
-    [th.start() for th in threads]
-    [th.join() for th in threads]
+    errors = errors_in_threads(*[worker] * 8)
+    assert not errors, errors[:1]
     assert not bad
 
 
