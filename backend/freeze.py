@@ -20,7 +20,11 @@ What the user gives up, as with Inductor's freezing:
   (a recompile for a new input shape). After such a failed compile Dynamo runs the module
   eagerly from then on, which cannot work either: serve a frozen model under
   `torch.compiler.set_stance("fail_on_recompile")` (a new shape then raises and the frozen
-  graph keeps serving), with the shapes it will see compiled first (`mark_dynamic`).
+  graph keeps serving), with the shapes it will see compiled first (`mark_dynamic`), and
+  compile it with `fullgraph=True`: first calls racing from several threads each start a
+  compile, and those after the first trace the released weights. Without fullgraph they
+  graph-break and leave cache entries that run the module eagerly, so every later call
+  raises; with it they raise once and leave nothing.
 A graph that is not frozen says why in the log: a training graph, one whose aot_autograd
 runtime wrappers have work to do (an input mutation, an output alias), or one that does not
 run wholly in C++.

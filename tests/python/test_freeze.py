@@ -365,3 +365,37 @@ def test_the_plan_runs_from_what_it_adopted_and_calls_beside_its_first_wait_for_
     errors = errors_in_threads(*[serve] * 4)
     assert not errors, errors
     assert exe.adopted_count() == 0
+
+
+def test_first_calls_racing_under_fullgraph_leave_the_model_serving():
+    # Threads making a frozen model's first call at once each start a Dynamo compile; those
+    # after the first trace the released weights. Without fullgraph they graph-break and leave
+    # cache entries that run the module eagerly on the released weights, so every later call
+    # raises (README, Freezing). Under fullgraph=True such a compile raises instead and leaves
+    # nothing: a racing call may raise (once), never return a wrong result, and every call
+    # after the race serves from the frozen graph.
+    import threading
+
+    model = mlp()
+    x = torch.randn(8, 64)
+    with torch.no_grad():
+        ref = model(x)
+    f = torch.compile(model, backend="fxcpp", options=FREEZE, fullgraph=True)
+    start = threading.Barrier(4)
+    got = []
+
+    def first_call():
+        start.wait()
+        with torch.no_grad():
+            got.append(f(x))
+
+    raised = errors_in_threads(*[first_call] * 4, timeout=600)
+    assert not any(isinstance(e, TimeoutError) for e in raised), raised
+    assert all("ReleasedTensor" in str(e) for e in raised), raised  # only a racing trace's refusal
+    assert len(got) + len(raised) == 4
+    for out in got:
+        assert_same(ref, out)
+    with torch.no_grad():
+        for _ in range(3):
+            assert_same(ref, f(x))
+    assert any(isinstance(t, ReleasedTensor) for t in (model[0].weight, model[2].weight, model[4].weight))
