@@ -18,6 +18,7 @@ import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, ROOT)
+from benchmarks.ab_installs import median_ms  # noqa: E402
 from benchmarks.machine import machine_info  # noqa: E402
 
 sys.path.remove(ROOT)
@@ -25,15 +26,8 @@ import fxcpp  # noqa: E402,F401
 from fxcpp.compiler import backend as fxcpp_backend  # noqa: E402
 
 
-def median_us(fn, n=300):
-    for _ in range(10):
-        fn()
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e6
+def median_us(fn):
+    return median_ms(fn) * 1e3  # 300 timed calls after 10 untimed ones
 
 
 def median_us_after(before, fn, n=300):
