@@ -121,7 +121,7 @@ def _linear(k: int, n: int, dtype, choice: str | None, x: torch.Tensor):
     try:
         # A code object of its own per path: Dynamo keeps compiled code per code object, and a
         # call walks the guards of every entry before its own.
-        call = eval(compile("lambda x: lin(x)", f"<linear {k}x{n} {choice or 'default'}>", "eval"), {"lin": lin})
+        call = _own_code(lambda x: lin(x), f"linear_{k}x{n}_{choice or 'default'}")
         # Not dynamic=False: Dynamo enters a config patch for it at every call, 3.4 us on this
         # host under any backend. Each path sees one shape, so the default compiles it static.
         fn = torch.compile(call, backend="fxcpp")

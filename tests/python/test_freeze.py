@@ -1,6 +1,7 @@
 """Options.freeze: an inference graph releases the parameters and buffers it holds packed
 (backend/freeze.py), runs on from its packs, and says clearly when something needs them."""
 import gc
+import threading
 import weakref
 
 import pytest
@@ -337,7 +338,6 @@ def test_the_plan_runs_from_what_it_adopted_and_calls_beside_its_first_wait_for_
     # after adopt_released, what a call passes for those weights is a stand-in of the same shape
     # (zeros here), and calls made at once from threads all get the eager result.
     import sys
-    import threading
 
     sys.path.insert(0, __file__.rsplit("/python/", 1)[0] + "/cpp")
     from graphs import lowered
@@ -374,8 +374,6 @@ def test_first_calls_racing_under_fullgraph_leave_the_model_serving():
     # raises (README, Freezing). Under fullgraph=True such a compile raises instead and leaves
     # nothing: a racing call may raise (once), never return a wrong result, and every call
     # after the race serves from the frozen graph.
-    import threading
-
     model = mlp()
     x = torch.randn(8, 64)
     with torch.no_grad():
