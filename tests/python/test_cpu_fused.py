@@ -283,6 +283,21 @@ def test_a_row_reduction_runs_in_the_pass_of_the_op_computing_its_operand(name, 
     assert (_C.cpu_fused_stats()["fused_reductions"] > before) == fused
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_row_blocks_fetching_the_next_block_match_eager(dtype):
+    """While a transcendental computes a block of rows, the next block's input rows are
+    prefetched (NextRows, interp_rows.h): rows that follow each other (one run of lines), rows
+    of a sliced view (a run per row), a shorter last block, blocks split across threads. The
+    prefetch changes no value; this runs each of its paths against eager."""
+    wide = make_inputs([(1001, 512)], dtype)[0]
+    mask = make_inputs([(1, 300)], dtype, seed=1)[0]
+    softmax = lambda s, m: torch.softmax(s * 0.125 + m, -1)
+    ln_gelu = lambda x: F.gelu(F.layer_norm(x, (x.shape[-1],)))
+    for x in (wide[:, :300], wide[:, :300].contiguous()):
+        compare(softmax, [x, mask])
+        compare(ln_gelu, [x])
+
+
 def test_rmsnorm_scales_by_row_and_weight_in_one_instruction():
     """x * rsqrt(mean(x^2) + eps) * w: the two products are one mulmul (no block written in
     between), rounded as eager's two multiplies are."""

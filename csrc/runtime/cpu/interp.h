@@ -397,6 +397,32 @@ inline float finish_reduction(const Regs& R, const PInstr& I) {
   return v;
 }
 
+// An op that spends long per element (a transcendental), marked by its type so that the row
+// interpreter paces the next block's prefetch in its loops (NextRows, interp_rows.h) and the
+// cheap ops' loops stay as they were (a check per vector there cost a residual LayerNorm 10%).
+template <typename F>
+struct Paced {
+  F f;
+  template <typename... A>
+  Vec operator()(const A&... a) const { return f(a...); }
+};
+template <typename F>
+Paced<F> paced(F f) { return {f}; }
+template <typename F>
+constexpr bool kPaced = false;
+template <typename F>
+constexpr bool kPaced<Paced<F>> = true;
+
+// The ops eval_op marks paced, by opcode (for counting them in a program).
+inline bool spends_long(POp op) {
+  switch (op) {
+    case POp::Exp: case POp::Expm1: case POp::Log: case POp::Log1p: case POp::Sin: case POp::Cos:
+    case POp::Tanh: case POp::Sigmoid: case POp::Erf: case POp::GeluErf: case POp::GeluTanh: case POp::Silu:
+    case POp::Elu: case POp::Pow: case POp::ExpSub: case POp::RSumExp: return true;
+    default: return false;
+  }
+}
+
 // The elementwise ops, written once for both interpreters: calls un(I, f), bin(I, f) or
 // ter(I, f) with f over Vectorized<float> operands.
 template <typename Un, typename Bin, typename Ter>
@@ -405,32 +431,32 @@ inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
   switch (I.op) {
     case P::Neg: return un(I, [](Vec x) { return x.neg(); });
     case P::Abs: return un(I, [](Vec x) { return x.abs(); });
-    case P::Exp: return un(I, [](Vec x) { return exp_u10(x); });
-    case P::Expm1: return un(I, [](Vec x) { return x.expm1(); });
-    case P::Log: return un(I, [](Vec x) { return x.log(); });
-    case P::Log1p: return un(I, [](Vec x) { return x.log1p(); });
+    case P::Exp: return un(I, paced([](Vec x) { return exp_u10(x); }));
+    case P::Expm1: return un(I, paced([](Vec x) { return x.expm1(); }));
+    case P::Log: return un(I, paced([](Vec x) { return x.log(); }));
+    case P::Log1p: return un(I, paced([](Vec x) { return x.log1p(); }));
     case P::Sqrt: return un(I, [](Vec x) { return x.sqrt(); });
     case P::Rsqrt: return un(I, [](Vec x) { return x.rsqrt(); });
     case P::Recip: return un(I, [](Vec x) { return x.reciprocal(); });
-    case P::Sin: return un(I, [](Vec x) { return x.sin(); });
-    case P::Cos: return un(I, [](Vec x) { return x.cos(); });
-    case P::Tanh: return un(I, [](Vec x) { return tanh_exp(x); });
-    case P::Sigmoid: return un(I, [](Vec x) { return sigmoid(x); });
-    case P::Erf: return un(I, [](Vec x) { return erf_u10(x); });
+    case P::Sin: return un(I, paced([](Vec x) { return x.sin(); }));
+    case P::Cos: return un(I, paced([](Vec x) { return x.cos(); }));
+    case P::Tanh: return un(I, paced([](Vec x) { return tanh_exp(x); }));
+    case P::Sigmoid: return un(I, paced([](Vec x) { return sigmoid(x); }));
+    case P::Erf: return un(I, paced([](Vec x) { return erf_u10(x); }));
     case P::Relu: return un(I, [](Vec x) { return at::vec::clamp_min(x, Vec(0.f)); });  // max(0, x): NaN kept
-    case P::GeluErf: return un(I, [](Vec x) { return gelu_erf(x); });
+    case P::GeluErf: return un(I, paced([](Vec x) { return gelu_erf(x); }));
     case P::GeluTanh:
-      return un(I, [](Vec x) {
+      return un(I, paced([](Vec x) {
         const Vec inner = Vec(static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5)) * (x + Vec(0.044715f) * x * x * x);
         return Vec(0.5f) * x * (Vec(1.f) + tanh_exp(inner));
-      });
-    case P::Silu: return un(I, [](Vec x) { return x / (Vec(1.f) + exp_u10(x.neg())); });
+      }));
+    case P::Silu: return un(I, paced([](Vec x) { return x / (Vec(1.f) + exp_u10(x.neg())); }));
     case P::Hardswish:
       return un(I, [](Vec x) { return x * at::vec::minimum(at::vec::maximum(x + Vec(3.f), Vec(0.f)), Vec(6.f)) / Vec(6.f); });
     case P::Hardsigmoid:
       return un(I, [](Vec x) { return at::vec::minimum(at::vec::maximum(x + Vec(3.f), Vec(0.f)), Vec(6.f)) / Vec(6.f); });
     case P::LeakyRelu: return un(I, [s = Vec(I.imm)](Vec x) { return Vec::blendv(x * s, x, x > Vec(0.f)); });
-    case P::Elu: return un(I, [al = Vec(I.imm)](Vec x) { return Vec::blendv(al * x.expm1(), x, x > Vec(0.f)); });
+    case P::Elu: return un(I, paced([al = Vec(I.imm)](Vec x) { return Vec::blendv(al * x.expm1(), x, x > Vec(0.f)); }));
     case P::Floor: return un(I, [](Vec x) { return x.floor(); });
     case P::Ceil: return un(I, [](Vec x) { return x.ceil(); });
     case P::Round: return un(I, [](Vec x) { return x.round(); });
@@ -450,7 +476,7 @@ inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
     case P::Div: return bin(I, [](Vec a, Vec b) { return a / b; });
     case P::Max: return bin(I, [](Vec a, Vec b) { return at::vec::maximum(a, b); });
     case P::Min: return bin(I, [](Vec a, Vec b) { return at::vec::minimum(a, b); });
-    case P::Pow: return bin(I, [](Vec a, Vec b) { return a.pow(b); });
+    case P::Pow: return bin(I, paced([](Vec a, Vec b) { return a.pow(b); }));
     case P::Eq: return bin(I, [](Vec a, Vec b) { return a.eq(b); });
     case P::Ne: return bin(I, [](Vec a, Vec b) { return a.ne(b); });
     case P::Lt: return bin(I, [](Vec a, Vec b) { return a.lt(b); });
@@ -465,7 +491,7 @@ inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
     case P::MulAdd: return ter(I, [](Vec a, Vec b, Vec c) { return at::vec::fmadd(a, b, c); });
     case P::SubMul: return ter(I, [](Vec a, Vec b, Vec c) { return (a - b) * c; });
     case P::MulMul: return ter(I, [](Vec a, Vec b, Vec c) { return (a * b) * c; });
-    case P::ExpSub: return bin(I, [](Vec a, Vec b) { return exp_u10(a - b); });
+    case P::ExpSub: return bin(I, paced([](Vec a, Vec b) { return exp_u10(a - b); }));
     default: return;  // loads, stores and reductions are each interpreter's own
   }
 }

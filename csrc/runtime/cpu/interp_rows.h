@@ -51,8 +51,34 @@ struct PRegs {
   }
 };
 
+// The next block's input rows, fetched into L2 a few lines per vector step of this block's
+// transcendental instructions (while they compute from cache). The whole block's prefetches
+// in one burst at its start overlapped little: make micro's softmax took 6.8-7.8 ms that way,
+// 5.1-5.5 ms paced (fp32 [4096, 4096], 2 threads, alternating runs).
+struct NextRows {
+  std::vector<std::pair<const char*, const char*>> spans;  // [begin, end) of each run of lines
+  size_t span = 0;
+  const char* at = nullptr;  // the next line; null once all are asked for
+  int64_t per_step = 1;      // lines per vector step
+  void step() {
+    if (!at) return;
+    for (int64_t k = 0; k < per_step; ++k) {
+      __builtin_prefetch(at, 0, 2);  // into L2: the current block's registers hold L1
+      at += 64;
+      if (at >= spans[span].second) {
+        if (++span == spans.size()) {
+          at = nullptr;
+          return;
+        }
+        at = spans[span].first;
+      }
+    }
+  }
+};
+
 struct PBlock {
   int64_t m = 1, L = 0;
+  mutable NextRows next;  // stepped in the loops of paced ops (kPaced, interp.h)
   SmallVec<const char*> in;  // row 0 of the block, per input
   SmallVec<int64_t> in_inner, in_row;
   SmallVec<char*> out;
@@ -139,6 +165,7 @@ inline void apply(PRegs& R, int dst, const std::array<int, N>& ops, const PBlock
     int64_t i = 0;
     std::array<Vec, N> v;
     for (; i + V <= B.L; i += V) {
+      if constexpr (kPaced<F>) B.next.step();
       for (int k = 0; k < N; ++k) v[k] = get(o[k], i, V);
       put(dj + i, call(v), direct.stream);
     }
@@ -178,6 +205,7 @@ inline bool apply_reduce(PRegs& R, const PInstr& I, const PInstr& J, const std::
       std::array<Vec, N> v;
       int64_t i = 0;
       for (; i + 2 * V <= B.L; i += 2 * V) {
+        if constexpr (kPaced<F>) B.next.step(), B.next.step();
         for (int k = 0; k < N; ++k) v[k] = get(o[k], i, V);
         const Vec r0 = call(v);
         for (int k = 0; k < N; ++k) v[k] = get(o[k], i + V, V);
@@ -233,7 +261,7 @@ inline bool fused_with_reduction(PRegs& R, const PInstr& I, const PInstr& J, con
     case POp::Sub: return apply_reduce<2>(R, I, J, {I.a, I.b}, B, [](Vec a, Vec b) { return a - b; }, direct);
     case POp::Mul: return apply_reduce<2>(R, I, J, {I.a, I.b}, B, [](Vec a, Vec b) { return a * b; }, direct);
     case POp::ExpSub:
-      return apply_reduce<2>(R, I, J, {I.a, I.b}, B, [](Vec a, Vec b) { return exp_u10(a - b); }, direct);
+      return apply_reduce<2>(R, I, J, {I.a, I.b}, B, paced([](Vec a, Vec b) { return exp_u10(a - b); }), direct);
     case POp::MulAdd:
       return apply_reduce<3>(R, I, J, {I.a, I.b, I.c}, B,
                              [](Vec a, Vec b, Vec c) { return at::vec::fmadd(a, b, c); }, direct);
@@ -320,11 +348,12 @@ inline void pload(PRegs& R, int dst, c10::ScalarType t, const char* p, int64_t i
   R.r[dst] = PReg{PReg::Rows, d, row == 0 ? 0 : B.L, 0.f, nullptr};
 }
 
-// sum((a - b)^2) or sum(exp(a - b)) per row.
+// sum((a - b)^2) or sum(exp(a - b)) per row (the exp's loop paces the next block's prefetch).
+template <bool kSq>
 inline void preduce_with_prologue(PRegs& R, const PInstr& I, const PBlock& B) {
   const PReg xa = R.r[I.a], xb = R.r[I.b];
-  const bool sq = I.op == POp::RSumSq;
-  auto term = [sq](const Vec& a, const Vec& b) { return sq ? (a - b) * (a - b) : exp_u10(a - b); };
+  constexpr bool sq = kSq;
+  auto term = [](const Vec& a, const Vec& b) { return sq ? (a - b) * (a - b) : exp_u10(a - b); };
   float* d = R.own(I.dst);
   for (int64_t j = 0; j < B.m; ++j) {
     const RowOperand a = operand(xa, j), b = operand(xb, j);
@@ -335,6 +364,7 @@ inline void preduce_with_prologue(PRegs& R, const PInstr& I, const PBlock& B) {
     Vec s0(0.f), s1(0.f);
     int64_t i = 0;
     for (; i + 2 * V <= B.L; i += 2 * V) {
+      if constexpr (!sq) B.next.step(), B.next.step();
       s0 = s0 + term(get(a, i, V), get(b, i, V));
       s1 = s1 + term(get(a, i + V, V), get(b, i + V, V));
     }
@@ -350,7 +380,8 @@ inline void preduce_with_prologue(PRegs& R, const PInstr& I, const PBlock& B) {
 }
 
 inline void preduce(PRegs& R, const PInstr& I, const PBlock& B) {
-  if (I.op == POp::RSumSq || I.op == POp::RSumExp) return preduce_with_prologue(R, I, B);
+  if (I.op == POp::RSumSq) return preduce_with_prologue<true>(R, I, B);
+  if (I.op == POp::RSumExp) return preduce_with_prologue<false>(R, I, B);
   const PReg x = R.r[I.a];
   float* d = R.own(I.dst);
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -486,17 +517,10 @@ inline void run_packed_block(const std::vector<PInstr>& code, const int* partner
   }
 }
 
-// Whether a program spends long per element (an exp, a log, a transcendental activation).
-inline bool spends_long_per_block(const std::vector<PInstr>& code) {
-  for (const PInstr& I : code) {
-    switch (I.op) {
-      case POp::Exp: case POp::Expm1: case POp::Log: case POp::Log1p: case POp::Sin: case POp::Cos:
-      case POp::Tanh: case POp::Sigmoid: case POp::Erf: case POp::GeluErf: case POp::GeluTanh: case POp::Silu:
-      case POp::Elu: case POp::Pow: case POp::ExpSub: case POp::RSumExp: return true;
-      default: break;
-    }
-  }
-  return false;
+// Instructions whose long per-element cost (an exp, a log, a transcendental activation) hides
+// the next block's prefetch (NextRows).
+inline int64_t long_instructions(const std::vector<PInstr>& code) {
+  return std::count_if(code.begin(), code.end(), [](const PInstr& I) { return spends_long(I.op); });
 }
 
 // Short rows, one outer dim (after coalescing): blocks of whole rows.
@@ -504,9 +528,9 @@ inline void run_rows_packed(const FusedCall& c) {
   const Program& p = *c.prog;
   const int64_t rows = c.sizes[0], L = c.sizes[1];
   const int64_t m_max = std::max<int64_t>(1, std::min<int64_t>(kPackCap / L, kPackRows / L));
-  bool prefetch = spends_long_per_block(p.single);
+  int64_t n_long = long_instructions(p.single);
   if (p.single.empty())
-    for (const auto& code : p.phases) prefetch |= spends_long_per_block(code);
+    for (const auto& code : p.phases) n_long += long_instructions(code);
   at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(L, 1)), [&](int64_t r0, int64_t r1) {
     thread_local PRegs R;
     R.reset(p.num_regs);
@@ -520,19 +544,33 @@ inline void run_rows_packed(const FusedCall& c) {
     for (int64_t r = r0; r < r1; r += B.m) {
       B.m = std::min(m_max, r1 - r);
       // While a block spends long on transcendentals (in cache), the next one's rows are
-      // fetched into L2: without it each block would wait on DRAM, then compute. Where the
-      // ops are cheap the hardware's own stream prefetch keeps up and the burst only competes
-      // with it (make micro's kernels, 2 threads, alternating runs: softmax 0-18% faster with
-      // it; RMSNorm 17-40% slower, a residual LayerNorm 11-14% slower prefetching into L1).
-      if (prefetch && r + B.m < r1)
+      // fetched into L2, a few lines per vector step (NextRows): without it each block waits
+      // on DRAM, then computes. Where the ops are cheap the hardware's own stream prefetch
+      // keeps up (make micro: prefetching a block's rows in one burst at its start made
+      // RMSNorm 17-40% slower, a residual LayerNorm 11-14%).
+      NextRows& nx = B.next;
+      nx.spans.clear(), nx.span = 0, nx.at = nullptr;
+      if (n_long > 0 && r + B.m < r1) {
+        const int64_t m_next = std::min(m_max, r1 - r - B.m);
+        int64_t lines = 0;
         for (size_t k = 0; k < ni; ++k) {
           if (B.in_inner[k] != 1 || B.in_row[k] == 0) continue;  // strided or shared by all rows
           const int64_t es = static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
-          const char* next = static_cast<const char*>(c.in[k].data) + (r + B.m) * B.in_row[k] * es;
-          const int64_t m_next = std::min(m_max, r1 - r - B.m);
-          for (int64_t j = 0; j < m_next; ++j)
-            for (int64_t off = 0; off < L * es; off += 64) __builtin_prefetch(next + j * B.in_row[k] * es + off, 0, 2);
+          const char* first = static_cast<const char*>(c.in[k].data) + (r + B.m) * B.in_row[k] * es;
+          const bool packed = B.in_row[k] == L;  // the rows follow each other: one run
+          for (int64_t j = 0; j < (packed ? 1 : m_next); ++j) {
+            const char* b = first + j * B.in_row[k] * es;
+            const int64_t bytes = (packed ? m_next : 1) * L * es;
+            nx.spans.emplace_back(b, b + bytes);
+            lines += (bytes + 63) / 64;
+          }
         }
+        const int64_t steps = n_long * B.m * (L / V);
+        if (!nx.spans.empty() && steps > 0) {
+          nx.at = nx.spans[0].first;
+          nx.per_step = (lines + steps - 1) / steps;  // spread evenly (asking twice as fast: 5-15% slower)
+        }
+      }
       for (size_t k = 0; k < ni; ++k)
         B.in[k] = static_cast<const char*>(c.in[k].data) + r * B.in_row[k] * static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
       for (size_t k = 0; k < no; ++k)
