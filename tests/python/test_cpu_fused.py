@@ -288,14 +288,17 @@ def test_row_blocks_fetching_the_next_block_match_eager(dtype):
     """While a transcendental computes a block of rows, the next block's input rows are
     prefetched (NextRows, interp_rows.h): rows that follow each other (one run of lines), rows
     of a sliced view (a run per row), a shorter last block, blocks split across threads. The
-    prefetch changes no value; this runs each of its paths against eager."""
-    wide = make_inputs([(1001, 512)], dtype)[0]
-    mask = make_inputs([(1, 300)], dtype, seed=1)[0]
+    prefetch changes no value; this runs each of its paths against eager. Rows too long for a
+    block (a vocabulary's) fetch the next row instead: whole, sliced, and a mask shared by all
+    rows (not fetched again)."""
     softmax = lambda s, m: torch.softmax(s * 0.125 + m, -1)
     ln_gelu = lambda x: F.gelu(F.layer_norm(x, (x.shape[-1],)))
-    for x in (wide[:, :300], wide[:, :300].contiguous()):
-        compare(softmax, [x, mask])
-        compare(ln_gelu, [x])
+    for rows, cols, width in ((1001, 300, 512), (9, 9000, 9100)):
+        wide = make_inputs([(rows, width)], dtype)[0]
+        mask = make_inputs([(1, cols)], dtype, seed=1)[0]
+        for x in (wide[:, :cols], wide[:, :cols].contiguous()):
+            compare(softmax, [x, mask])
+            compare(ln_gelu, [x])
 
 
 def test_rmsnorm_scales_by_row_and_weight_in_one_instruction():

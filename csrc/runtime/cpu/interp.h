@@ -115,6 +115,63 @@ inline void store_one(c10::ScalarType t, char* p, float v) {
   }
 }
 
+// An op that spends long per element (a transcendental), marked by its type so that the row
+// interpreters pace the next block's or row's prefetch in its loops (NextRows) and the cheap
+// ops' loops stay as they were (a check per vector there cost a residual LayerNorm 10-25%).
+template <typename F>
+struct Paced {
+  F f;
+  template <typename... A>
+  Vec operator()(const A&... a) const { return f(a...); }
+};
+template <typename F>
+Paced<F> paced(F f) { return {f}; }
+template <typename F>
+constexpr bool kPaced = false;
+template <typename F>
+constexpr bool kPaced<Paced<F>> = true;
+
+// The ops eval_op marks paced, by opcode (for counting them in a program).
+inline bool spends_long(POp op) {
+  switch (op) {
+    case POp::Exp: case POp::Expm1: case POp::Log: case POp::Log1p: case POp::Sin: case POp::Cos:
+    case POp::Tanh: case POp::Sigmoid: case POp::Erf: case POp::GeluErf: case POp::GeluTanh: case POp::Silu:
+    case POp::Elu: case POp::Pow: case POp::ExpSub: case POp::RSumExp: return true;
+    default: return false;
+  }
+}
+
+// Instructions whose long per-element cost (an exp, a log, a transcendental activation) hides
+// the next block's prefetch (NextRows).
+inline int64_t long_instructions(const std::vector<PInstr>& code) {
+  return std::count_if(code.begin(), code.end(), [](const PInstr& I) { return spends_long(I.op); });
+}
+
+// The next block's (or long row's) input lines, fetched into L2 a few lines per vector step of
+// this one's transcendental instructions (while they compute from cache). The whole block's
+// prefetches in one burst at its start overlapped little: make micro's softmax took 6.8-7.8 ms
+// that way, 5.1-5.5 ms paced (fp32 [4096, 4096], 2 threads, alternating runs).
+struct NextRows {
+  std::vector<std::pair<const char*, const char*>> spans;  // [begin, end) of each run of lines
+  size_t span = 0;
+  const char* at = nullptr;  // the next line; null once all are asked for
+  int64_t per_step = 1;      // lines per vector step
+  void step() {
+    if (!at) return;
+    for (int64_t k = 0; k < per_step; ++k) {
+      __builtin_prefetch(at, 0, 2);  // into L2: the current block's registers hold L1
+      at += 64;
+      if (at >= spans[span].second) {
+        if (++span == spans.size()) {
+          at = nullptr;
+          return;
+        }
+        at = spans[span].first;
+      }
+    }
+  }
+};
+
 // One thread's registers for one program.
 struct Regs {
   AlignedFloats buf;
@@ -156,6 +213,7 @@ struct Block {
   SmallVec<char*> row_out;      // row outputs: this row's element
   bool first_in_row = true;
   float cols = 1.f;
+  mutable NextRows next;  // stepped in the loops of paced ops (kPaced) where run_rows sets it
 
   // Sized for c's operands, with their inner strides; with row_outputs, a row output (one value
   // per row) gets stride 0.
@@ -243,32 +301,41 @@ inline float* dest(Regs& R, const PInstr& I, float* direct) {
 }
 
 template <typename F>
-inline void unary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nullptr, bool stream = false) {
+inline void unary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nullptr, bool stream = false,
+                  NextRows* next = nullptr) {
   if (R.splat[I.a]) return R.set_splat(I.dst, lane0(f(Vec(R.s[I.a]))));
   const float* a = R.ptr[I.a];
   float* d = dest(R, I, direct);
   int64_t i = 0;
-  for (; i + V <= n; i += V) put(d + i, f(Vec::loadu(a + i)), stream);
+  for (; i + V <= n; i += V) {
+    if constexpr (kPaced<F>) if (next) next->step();
+    put(d + i, f(Vec::loadu(a + i)), stream);
+  }
   if (i < n) f(Vec::loadu(a + i, n - i)).store(d + i, n - i);
 }
 
 template <bool SA, bool SB, typename F>
-inline void binary_loop(const float* a, Vec va, const float* b, Vec vb, float* d, int64_t n, F f, bool stream) {
+inline void binary_loop(const float* a, Vec va, const float* b, Vec vb, float* d, int64_t n, F f, bool stream,
+                        NextRows* next) {
   int64_t i = 0;
-  for (; i + V <= n; i += V) put(d + i, f(SA ? va : Vec::loadu(a + i), SB ? vb : Vec::loadu(b + i)), stream);
+  for (; i + V <= n; i += V) {
+    if constexpr (kPaced<F>) if (next) next->step();
+    put(d + i, f(SA ? va : Vec::loadu(a + i), SB ? vb : Vec::loadu(b + i)), stream);
+  }
   if (i < n) f(SA ? va : Vec::loadu(a + i, n - i), SB ? vb : Vec::loadu(b + i, n - i)).store(d + i, n - i);
 }
 
 template <typename F>
-inline void binary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nullptr, bool stream = false) {
+inline void binary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nullptr, bool stream = false,
+                   NextRows* next = nullptr) {
   const bool sa = R.splat[I.a], sb = R.splat[I.b];
   if (sa && sb) return R.set_splat(I.dst, lane0(f(Vec(R.s[I.a]), Vec(R.s[I.b]))));
   const float *a = R.ptr[I.a], *b = R.ptr[I.b];
   const Vec va(R.s[I.a]), vb(R.s[I.b]);
   float* d = dest(R, I, direct);
-  if (sa) binary_loop<true, false>(a, va, b, vb, d, n, f, stream);
-  else if (sb) binary_loop<false, true>(a, va, b, vb, d, n, f, stream);
-  else binary_loop<false, false>(a, va, b, vb, d, n, f, stream);
+  if (sa) binary_loop<true, false>(a, va, b, vb, d, n, f, stream, next);
+  else if (sb) binary_loop<false, true>(a, va, b, vb, d, n, f, stream, next);
+  else binary_loop<false, false>(a, va, b, vb, d, n, f, stream, next);
 }
 
 template <typename F>
@@ -302,11 +369,13 @@ inline Vec erf_u10(const Vec& x) {
 }
 inline Vec nonzero(const Vec& x) { return x.ne(Vec(0.f)); }  // 1 where x != 0 (NaN counts as true, as bool(nan))
 
-// sum((a - b)^2) or sum(exp(a - b)) over the block, into the accumulator (b a vector or a splat).
-inline void reduce_with_prologue(Regs& R, const PInstr& I, int64_t n) {
+// sum((a - b)^2) or sum(exp(a - b)) over the block, into the accumulator (b a vector or a splat);
+// the exp's loop paces the next row's prefetch.
+template <bool kSq>
+inline void reduce_with_prologue(Regs& R, const PInstr& I, int64_t n, NextRows* next) {
   const int r = I.dst;
-  const bool sq = I.op == POp::RSumSq;
-  auto term = [sq](const Vec& a, const Vec& b) { return sq ? (a - b) * (a - b) : exp_u10(a - b); };
+  constexpr bool sq = kSq;
+  auto term = [](const Vec& a, const Vec& b) { return sq ? (a - b) * (a - b) : exp_u10(a - b); };
   if (R.splat[I.a] && R.splat[I.b]) {
     R.sacc[r] += lane0(term(Vec(R.s[I.a]), Vec(R.s[I.b]))) * static_cast<float>(n);
     return;
@@ -315,6 +384,7 @@ inline void reduce_with_prologue(Regs& R, const PInstr& I, int64_t n) {
   Vec acc0 = R.acc[r], acc1(0.f);
   int64_t i = 0;
   for (; i + 2 * V <= n; i += 2 * V) {
+    if constexpr (!sq) if (next) next->step(), next->step();
     acc0 = acc0 + term(get(I.a, i, V), get(I.b, i, V));
     acc1 = acc1 + term(get(I.a, i + V, V), get(I.b, i + V, V));
   }
@@ -327,8 +397,9 @@ inline void reduce_with_prologue(Regs& R, const PInstr& I, int64_t n) {
 }
 
 // A reduction's vector part; NaN propagates through max/min (eager's amax/amin).
-inline void reduce(Regs& R, const PInstr& I, int64_t n) {
-  if (I.op == POp::RSumSq || I.op == POp::RSumExp) return reduce_with_prologue(R, I, n);
+inline void reduce(Regs& R, const PInstr& I, int64_t n, NextRows* next = nullptr) {
+  if (I.op == POp::RSumSq) return reduce_with_prologue<true>(R, I, n, next);
+  if (I.op == POp::RSumExp) return reduce_with_prologue<false>(R, I, n, next);
   const int r = I.dst;
   if (R.splat[I.a]) {
     const float v = R.s[I.a];
@@ -395,32 +466,6 @@ inline float finish_reduction(const Regs& R, const PInstr& I) {
     else v = I.op == POp::RMax ? std::max(v, lanes[k]) : std::min(v, lanes[k]);
   }
   return v;
-}
-
-// An op that spends long per element (a transcendental), marked by its type so that the row
-// interpreter paces the next block's prefetch in its loops (NextRows, interp_rows.h) and the
-// cheap ops' loops stay as they were (a check per vector there cost a residual LayerNorm 10%).
-template <typename F>
-struct Paced {
-  F f;
-  template <typename... A>
-  Vec operator()(const A&... a) const { return f(a...); }
-};
-template <typename F>
-Paced<F> paced(F f) { return {f}; }
-template <typename F>
-constexpr bool kPaced = false;
-template <typename F>
-constexpr bool kPaced<Paced<F>> = true;
-
-// The ops eval_op marks paced, by opcode (for counting them in a program).
-inline bool spends_long(POp op) {
-  switch (op) {
-    case POp::Exp: case POp::Expm1: case POp::Log: case POp::Log1p: case POp::Sin: case POp::Cos:
-    case POp::Tanh: case POp::Sigmoid: case POp::Erf: case POp::GeluErf: case POp::GeluTanh: case POp::Silu:
-    case POp::Elu: case POp::Pow: case POp::ExpSub: case POp::RSumExp: return true;
-    default: return false;
-  }
 }
 
 // The elementwise ops, written once for both interpreters: calls un(I, f), bin(I, f) or
@@ -505,8 +550,9 @@ inline void run_block(const std::vector<PInstr>& code, const FusedCall& c, Regs&
     return reinterpret_cast<float*>(B.out[I.out]);
   };
   auto streams = [&](const PInstr& I) { return I.out >= 0 && c.stream[I.out] && direct(I); };
-  auto un = [&](const PInstr& I, auto f) { unary(R, I, n, f, direct(I), streams(I)); };
-  auto bin = [&](const PInstr& I, auto f) { binary(R, I, n, f, direct(I), streams(I)); };
+  NextRows* feed = B.next.at ? &B.next : nullptr;  // null where nothing is fetched: a register, not a load per vector
+  auto un = [&](const PInstr& I, auto f) { unary(R, I, n, f, direct(I), streams(I), feed); };
+  auto bin = [&](const PInstr& I, auto f) { binary(R, I, n, f, direct(I), streams(I), feed); };
   auto ter = [&](const PInstr& I, auto f) { ternary(R, I, n, f, direct(I), streams(I)); };
   for (const PInstr& I : code) {
     switch (I.op) {
@@ -517,7 +563,7 @@ inline void run_block(const std::vector<PInstr>& code, const FusedCall& c, Regs&
       case P::RMax:
       case P::RMin:
       case P::RSumSq:
-      case P::RSumExp: reduce(R, I, n); break;
+      case P::RSumExp: reduce(R, I, n, feed); break;
       case P::Store: store(R, I.b, c.out[I.a].dtype, B.out[I.a], B.out_stride[I.a], n, c.stream[I.a]); break;
       case P::StoreRow:
         if (B.first_in_row) store(R, I.b, c.out[I.a].dtype, B.row_out[I.a], 0, 1);
@@ -582,9 +628,32 @@ inline void run_pointwise(const FusedCall& c) {
   });
 }
 
+// While a row's transcendental ops compute from cache (it fits L2 up to ~100k fp32 values), the
+// next row's inputs are fetched (NextRows): a vocabulary's softmax otherwise waits on DRAM in
+// its first pass and computes in its others.
+inline void feed_next_row(const FusedCall& c, const OuterCursor& cur, int64_t cols, int64_t n_long, NextRows& nx) {
+  nx.spans.clear(), nx.span = 0, nx.at = nullptr;
+  OuterCursor nxt = cur;
+  nxt.next();
+  int64_t lines = 0;
+  for (size_t k = 0; k < c.in.size(); ++k) {
+    if (c.in[k].strides[c.ndim - 1] != 1 || nxt.in_off[k] == cur.in_off[k]) continue;  // strided, or the same row
+    const int64_t es = static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
+    const char* b = static_cast<const char*>(c.in[k].data) + nxt.in_off[k] * es;
+    nx.spans.emplace_back(b, b + cols * es);
+    lines += (cols * es + 63) / 64;
+  }
+  const int64_t steps = n_long * (cols / V);
+  if (nx.spans.empty() || steps == 0) return;
+  nx.at = nx.spans[0].first;
+  nx.per_step = (lines + steps - 1) / steps;
+}
+
 inline void run_rows(const FusedCall& c) {
   const Program& p = *c.prog;
   const int64_t cols = c.sizes[c.ndim - 1];
+  int64_t n_long = 0;
+  for (const auto& code : p.phases) n_long += long_instructions(code);
   int64_t rows = 1;
   for (int d = 0; d + 1 < c.ndim; ++d) rows *= c.sizes[d];
   at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(cols, 1)), [&](int64_t r0, int64_t r1) {
@@ -598,6 +667,7 @@ inline void run_rows(const FusedCall& c) {
       if (r != r0) cur.next();
       const auto& in_off = cur.in_off;
       const auto& out_off = cur.out_off;
+      if (n_long > 0 && r + 1 < r1) feed_next_row(c, cur, cols, n_long, B.next);
       for (size_t k = 0; k < c.out.size(); ++k)
         B.row_out[k] = static_cast<char*>(c.out[k].data) + out_off[k] * static_cast<int64_t>(c10::elementSize(c.out[k].dtype));
       ready.clear();

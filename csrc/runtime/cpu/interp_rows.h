@@ -51,31 +51,6 @@ struct PRegs {
   }
 };
 
-// The next block's input rows, fetched into L2 a few lines per vector step of this block's
-// transcendental instructions (while they compute from cache). The whole block's prefetches
-// in one burst at its start overlapped little: make micro's softmax took 6.8-7.8 ms that way,
-// 5.1-5.5 ms paced (fp32 [4096, 4096], 2 threads, alternating runs).
-struct NextRows {
-  std::vector<std::pair<const char*, const char*>> spans;  // [begin, end) of each run of lines
-  size_t span = 0;
-  const char* at = nullptr;  // the next line; null once all are asked for
-  int64_t per_step = 1;      // lines per vector step
-  void step() {
-    if (!at) return;
-    for (int64_t k = 0; k < per_step; ++k) {
-      __builtin_prefetch(at, 0, 2);  // into L2: the current block's registers hold L1
-      at += 64;
-      if (at >= spans[span].second) {
-        if (++span == spans.size()) {
-          at = nullptr;
-          return;
-        }
-        at = spans[span].first;
-      }
-    }
-  }
-};
-
 struct PBlock {
   int64_t m = 1, L = 0;
   mutable NextRows next;  // stepped in the loops of paced ops (kPaced, interp.h)
@@ -515,12 +490,6 @@ inline void run_packed_block(const std::vector<PInstr>& code, const int* partner
       default: eval_op(I, un, bin, ter); break;
     }
   }
-}
-
-// Instructions whose long per-element cost (an exp, a log, a transcendental activation) hides
-// the next block's prefetch (NextRows).
-inline int64_t long_instructions(const std::vector<PInstr>& code) {
-  return std::count_if(code.begin(), code.end(), [](const PInstr& I) { return spends_long(I.op); });
 }
 
 // Short rows, one outer dim (after coalescing): blocks of whole rows.
