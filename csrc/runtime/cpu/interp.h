@@ -600,6 +600,8 @@ struct OuterCursor {
 
 inline void run_pointwise(const FusedCall& c) {
   const Program& p = *c.prog;
+  const int64_t n_long = long_instructions(p.phases[0]);
+  constexpr int64_t kAhead = 2;  // blocks
   const int64_t inner = c.sizes[c.ndim - 1];
   int64_t outer = 1;
   for (int d = 0; d + 1 < c.ndim; ++d) outer *= c.sizes[d];
@@ -622,6 +624,24 @@ inline void run_pointwise(const FusedCall& c) {
       for (size_t k = 0; k < c.out.size(); ++k)
         B.out[k] = static_cast<char*>(c.out[k].data) +
                    (out_off[k] + i0 * B.out_stride[k]) * static_cast<int64_t>(c10::elementSize(c.out[k].dtype));
+      // While a transcendental computes this block, the inputs of the block two ahead are
+      // fetched, paced by its vector steps (NextRows): the hardware's stream prefetch alone
+      // left a tanh chain over 64 MiB 25-30% slower than paced (1 to 8 blocks ahead: alike).
+      NextRows& nx = B.next;
+      nx.spans.clear(), nx.span = 0, nx.at = nullptr;
+      if (n_long > 0 && it + kAhead < b1 && (it % nb) + kAhead < nb) {  // within this task and row
+        const int64_t n_ahead = std::min(kBlock, inner - i0 - kAhead * kBlock);  // a row's last block may be short
+        int64_t lines = 0;
+        for (size_t k = 0; k < c.in.size(); ++k) {
+          if (B.in_stride[k] != 1) continue;  // strided or a scalar
+          const int64_t es = static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
+          const char* q = B.in[k] + kAhead * kBlock * es;
+          nx.spans.emplace_back(q, q + n_ahead * es);
+          lines += (n_ahead * es + 63) / 64;
+        }
+        const int64_t steps = n_long * (kBlock / V);
+        if (!nx.spans.empty()) nx.at = nx.spans[0].first, nx.per_step = (lines + steps - 1) / steps;
+      }
       run_block(p.phases[0], c, R, B);
     }
     end_streams();
