@@ -117,7 +117,7 @@ inline void store_one(c10::ScalarType t, char* p, float v) {
 
 // An op that spends long per element (a transcendental), marked by its type so that the row
 // interpreters pace the next block's or row's prefetch in its loops (NextRows) and the cheap
-// ops' loops stay as they were (a check per vector there cost a residual LayerNorm 10-25%).
+// ops' loops stay as they were (a check per vector there cost a residual LayerNorm 10-30%).
 template <typename F>
 struct Paced {
   F f;
@@ -142,15 +142,16 @@ inline bool spends_long(POp op) {
 }
 
 // Instructions whose long per-element cost (an exp, a log, a transcendental activation) hides
-// the next block's prefetch (NextRows).
+// the prefetch of what comes next (NextRows).
 inline int64_t long_instructions(const std::vector<PInstr>& code) {
   return std::count_if(code.begin(), code.end(), [](const PInstr& I) { return spends_long(I.op); });
 }
 
-// The next block's (or long row's) input lines, fetched into L2 a few lines per vector step of
-// this one's transcendental instructions (while they compute from cache). The whole block's
-// prefetches in one burst at its start overlapped little: make micro's softmax took 6.8-7.8 ms
-// that way, 5.1-5.5 ms paced (fp32 [4096, 4096], 2 threads, alternating runs).
+// The input lines of the next block (of rows), the next long row, or the pointwise block two
+// ahead, fetched into L2 a few lines per vector step of this one's transcendental instructions
+// (while they compute from cache). The whole block's prefetches in one burst at its start
+// overlapped little: make micro's softmax took 6.8-7.8 ms that way, 5.1-5.5 ms paced (fp32
+// [4096, 4096], 2 threads, alternating runs).
 struct NextRows {
   std::vector<std::pair<const char*, const char*>> spans;  // [begin, end) of each run of lines
   size_t span = 0;
@@ -213,7 +214,7 @@ struct Block {
   SmallVec<char*> row_out;      // row outputs: this row's element
   bool first_in_row = true;
   float cols = 1.f;
-  mutable NextRows next;  // stepped in the loops of paced ops (kPaced) where run_rows sets it
+  mutable NextRows next;  // stepped in the loops of paced ops (kPaced) where run_rows or run_pointwise sets it
 
   // Sized for c's operands, with their inner strides; with row_outputs, a row output (one value
   // per row) gets stride 0.
