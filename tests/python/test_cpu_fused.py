@@ -286,7 +286,7 @@ def test_a_row_reduction_runs_in_the_pass_of_the_op_computing_its_operand(name, 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_blocks_fetching_the_next_block_match_eager(dtype):
     """While a transcendental computes a block of rows, the next block's input rows are
-    prefetched (NextRows, interp_rows.h): rows that follow each other (one run of lines), rows
+    prefetched (NextRows, interp.h): rows that follow each other (one run of lines), rows
     of a sliced view (a run per row), a shorter last block, blocks split across threads. The
     prefetch changes no value; this runs each of its paths against eager. Rows too long for a
     block (a vocabulary's) fetch the next row instead: whole, sliced, and a mask shared by all
@@ -304,8 +304,8 @@ def test_blocks_fetching_the_next_block_match_eager(dtype):
     gated = lambda a, b, c: F.silu(a) * torch.tanh(b) + c
     flat = make_inputs([(50000,), (50000,), (1,)], dtype, seed=2)
     compare(gated, flat)
-    a, b = make_inputs([(40, 3100), (40, 3100)], dtype, seed=3)
-    compare(gated, [a[:, :3000], b[:, :3000], make_inputs([(3000,)], dtype, seed=4)[0]])
+    a, b = make_inputs([(12, 5100), (12, 5100)], dtype, seed=3)  # rows past a packed block's 4096
+    compare(gated, [a[:, :5000], b[:, :5000], make_inputs([(5000,)], dtype, seed=4)[0]])
 
 
 def test_rmsnorm_scales_by_row_and_weight_in_one_instruction():
