@@ -518,27 +518,18 @@ inline void run_rows_packed(const FusedCall& c) {
       // keeps up (make micro: prefetching a block's rows in one burst at its start made
       // RMSNorm 17-40% slower, a residual LayerNorm 11-14%).
       NextRows& nx = B.next;
-      nx.spans.clear(), nx.span = 0, nx.at = nullptr;
+      nx.clear();
       if (n_long > 0 && r + B.m < r1) {
         const int64_t m_next = std::min(m_max, r1 - r - B.m);
-        int64_t lines = 0;
         for (size_t k = 0; k < ni; ++k) {
           if (B.in_inner[k] != 1 || B.in_row[k] == 0) continue;  // strided or shared by all rows
           const int64_t es = static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
           const char* first = static_cast<const char*>(c.in[k].data) + (r + B.m) * B.in_row[k] * es;
-          const bool packed = B.in_row[k] == L;  // the rows follow each other: one run
-          for (int64_t j = 0; j < (packed ? 1 : m_next); ++j) {
-            const char* b = first + j * B.in_row[k] * es;
-            const int64_t bytes = (packed ? m_next : 1) * L * es;
-            nx.spans.emplace_back(b, b + bytes);
-            lines += (bytes + 63) / 64;
-          }
+          if (B.in_row[k] == L) nx.add(first, m_next * L * es);  // the rows follow each other: one run
+          else
+            for (int64_t j = 0; j < m_next; ++j) nx.add(first + j * B.in_row[k] * es, L * es);
         }
-        const int64_t steps = n_long * B.m * (L / V);
-        if (!nx.spans.empty() && steps > 0) {
-          nx.at = nx.spans[0].first;
-          nx.per_step = (lines + steps - 1) / steps;  // spread evenly (asking twice as fast: 5-15% slower)
-        }
+        nx.start(n_long * B.m * (L / V));
       }
       for (size_t k = 0; k < ni; ++k)
         B.in[k] = static_cast<const char*>(c.in[k].data) + r * B.in_row[k] * static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
