@@ -324,23 +324,29 @@ def to_markdown(r: dict) -> str:
         if pk.get(key):
             p = pk[key]
             lines.append(f"| {key} | {p['gflops_1core']:.1f} | {p['gflops_total']:.1f} | {p['gflops_per_core']:.1f} |")
-    lines += ["", "## GEMM and convolution (square n x n x n; a ResNet-50 3x3 conv)", "",
-              "| op | size | dtype | ms | GFLOP/s | % of peak |", "|---|---|---|---|---|---|"]
-    for g in r["gemm"]:
+    if r.get("sections") and len(r["sections"]) < len(SECTIONS):
+        lines += ["", f"Sections run: {', '.join(r['sections'])} (`--sections`)."]
+    if "gemm" in r:
+        lines += ["", "## GEMM and convolution (square n x n x n; a ResNet-50 3x3 conv)", "",
+                  "| op | size | dtype | ms | GFLOP/s | % of peak |", "|---|---|---|---|---|---|"]
+    for g in r.get("gemm", []):
         pct = f"{g['pct_peak']:.0f}%" if g["pct_peak"] is not None else "-"
         lines.append(f"| {g.get('op', 'torch.mm')} | {g['n']} | {g['dtype']} | {g['ms']:.2f} | {g['gflops']:.1f} | {pct} |")
     lines += [
         "",
         f"## Bandwidth (triad: {tr['gbps_best']:.1f} GB/s best, {tr['gbps_median']:.1f} median; "
         f"{tr['threads']} threads, 3 x {tr['array_mib']} MiB)",
-        "",
-        "GB/s of minimal traffic (inputs read once + output written once); in parentheses % of a triad",
-        "timed just before (medians for both: this VM's bandwidth drifts from minute to minute).",
-        "",
-        "| kernel | shape | MB | " + " | ".join(backends) + " |",
-        "|---|---|---|" + "---|" * len(backends),
     ]
-    for k in r["memory"]:
+    if "memory" in r:
+        lines += [
+            "",
+            "GB/s of minimal traffic (inputs read once + output written once); in parentheses % of a triad",
+            "timed just before (medians for both: this VM's bandwidth drifts from minute to minute).",
+            "",
+            "| kernel | shape | MB | " + " | ".join(backends) + " |",
+            "|---|---|---|" + "---|" * len(backends),
+        ]
+    for k in r.get("memory", []):
         cells = " | ".join(_fmt(k.get(b), "gbps", "pct_triad") for b in backends)
         lines.append(f"| {k['kernel']} | {'x'.join(map(str, k['shape']))} | {k['mbytes']:.0f} | {cells} |")
     if r.get("gemv"):
@@ -356,11 +362,12 @@ def to_markdown(r: dict) -> str:
                      else "-")
             lines.append(f"| {g['dtype']} | {g['m']} | {g['k']}x{g['n']} | {g['weight_mb']:.1f} | {cells} | {ratio} | "
                          f"{g.get('fxcpp_path', '-')} |")
-    o = r["overhead"]
-    lines += ["", f"## Host overhead: {o['graph']}", "", "| " + " | ".join(backends) + " |", "|" + "---|" * len(backends),
-              "| " + " | ".join(_fmt(o.get(b), "us_per_call") + " us" for b in backends) + " |", ""]
+    o = r.get("overhead")
+    if o:
+        lines += ["", f"## Host overhead: {o['graph']}", "", "| " + " | ".join(backends) + " |", "|" + "---|" * len(backends),
+                  "| " + " | ".join(_fmt(o.get(b), "us_per_call") + " us" for b in backends) + " |", ""]
     gaps = [f"{b} {o[b]['us_per_call'] - o['eager']['us_per_call']:+.1f} us" for b in backends[1:]
-            if "us_per_call" in o.get(b, {}) and "us_per_call" in o.get("eager", {})]
+            if o and "us_per_call" in o.get(b, {}) and "us_per_call" in o.get("eager", {})]
     if gaps:
         lines += ["Per call over eager (median of 3 interleaved rounds): " + ", ".join(gaps) + ".", ""]
     w = r.get("module_wrapper")
@@ -372,13 +379,23 @@ def to_markdown(r: dict) -> str:
     return "\n".join(lines)
 
 
+SECTIONS = ("gemm", "memory", "gemv", "overhead", "module_wrapper")
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="short timings, GEMM n=1024 only")
     ap.add_argument("--no-inductor", action="store_true", help="skip torch.compile's default backend (slow to compile)")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "latest"))
     ap.add_argument("--threads", type=int, default=physical_cores(), help="default: physical cores")
+    ap.add_argument("--sections", default=",".join(SECTIONS),
+                    help="comma-separated, from %(default)s (the FMA peak and the triad always run). Under an "
+                         "emulated AVX2 host (ATEN_CPU_CAPABILITY=avx2), eager's bf16 GEMMs run torch's scalar "
+                         "fallback: the gemm and gemv sections then take hours")
     args = ap.parse_args(argv)
+    unknown = set(args.sections.split(",")) - set(SECTIONS)
+    if unknown:
+        ap.error(f"unknown sections {sorted(unknown)}; choose from {SECTIONS}")
 
     torch.set_num_threads(args.threads)
     backends = ["eager", "fxcpp"] + ([] if args.no_inductor else ["inductor"])
@@ -391,11 +408,18 @@ def _run(args, argv, backends) -> dict:
     r = {"machine": machine_info(args.threads, command_line("benchmarks.micro.run", argv)), "quick": args.quick, "backends": backends}
     r["peak"] = measure_peak(args.threads, args.quick)
     r["triad"] = native.stream_triad(args.threads, 64, 10 if args.quick else 50)
-    r["gemm"] = measure_gemm(args.threads, args.quick, r["peak"])
-    r["memory"] = measure_memory(args.threads, args.quick, backends)
-    r["gemv"] = measure_gemv(args.threads, args.quick)
-    r["overhead"] = measure_overhead(args.threads, args.quick, backends)
-    r["module_wrapper"] = measure_module_wrapper(args.threads, args.quick)
+    sections = args.sections.split(",")
+    r["sections"] = sections
+    if "gemm" in sections:
+        r["gemm"] = measure_gemm(args.threads, args.quick, r["peak"])
+    if "memory" in sections:
+        r["memory"] = measure_memory(args.threads, args.quick, backends)
+    if "gemv" in sections:
+        r["gemv"] = measure_gemv(args.threads, args.quick)
+    if "overhead" in sections:
+        r["overhead"] = measure_overhead(args.threads, args.quick, backends)
+    if "module_wrapper" in sections:
+        r["module_wrapper"] = measure_module_wrapper(args.threads, args.quick)
     r["seconds"] = time.time() - t0
 
     out = save_results(args.out, "micro", r, to_markdown(r))
