@@ -6,6 +6,7 @@
 //   ("c", constant)   None, bool, int, float, str, dtype, device, layout, memory_format, Tensor
 //   ("l", [arg...])   a list of the above
 // Tensor metas arrive as (dtype, sizes, strides_or_None, device), sizes holding ints or symbol strings.
+#include <ATen/ops/empty_like.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/Device.h>
@@ -26,6 +27,7 @@
 #include "runtime/host.h"
 #include "runtime/saved_plan.h"
 #include "runtime/cpu/isa.h"
+#include "runtime/cpu/vectorized_exp.h"
 #ifdef FXCPP_HAS_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -348,6 +350,14 @@ PYBIND11_MODULE(_C, m) {
 #else
     return false;
 #endif
+  });
+  // Tests only: at::vec's Vectorized<float>::exp() (Sleef) under the ISA the kernels run, the
+  // reference cpu_fused's exp_u10 must match bit for bit (tests/python/test_exp_u10.py).
+  m.def("_vectorized_exp", [](const at::Tensor& x) {
+    TORCH_CHECK(x.scalar_type() == at::kFloat && x.is_contiguous() && x.device().is_cpu(), "contiguous fp32 CPU tensor expected");
+    at::Tensor y = at::empty_like(x);
+    fxcpp::cpu::vectorized_exp(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+    return y;
   });
   // This host's CPU as the kernels see it (runtime/host.h): recorded beside every benchmark.
   m.def("host_info", [] {

@@ -1,7 +1,8 @@
-"""cpu_fused's exp (runtime/cpu/exp_u10.h): under AVX-512 the same bits as Sleef's expf_u10,
-which the AVX2 build of the interpreter calls, through every kernel that uses it; and within
-1 ulp of the exact exp. Swept over float32 bit patterns (every 257th of all 2^32:
-normals, denormals, both infinities, NaNs) and densely around exp's bounds."""
+"""cpu_fused's exp (runtime/cpu/exp_u10.h): under AVX-512 and AVX2 the same bits as at::vec's
+Vectorized<float>::exp() (Sleef's expf_u10), which exp_u10 writes out inline, and the same bits
+from both builds through every kernel that uses it; and within 1 ulp of the exact exp. Swept
+over float32 bit patterns (every 257th of all 2^32: normals, denormals, both infinities, NaNs)
+and densely around exp's bounds."""
 import os
 import subprocess
 import sys
@@ -39,10 +40,33 @@ def _same_bits(a, b) -> int:
     return int((~((a == b) | (a.isnan() & b.isnan()))).sum())
 
 
-@pytest.mark.skipif(not fxcpp._C.host_info()["avx512"], reason="no AVX-512: exp_u10 is Vectorized::exp() itself here")
-def test_avx512_gives_the_same_bits_as_sleef(tmp_path):
+def _exp_bits_against_sleef() -> int:
+    """How many of the swept values the fused exp gives other bits for than at::vec's own
+    Vectorized<float>::exp() (Sleef), both built for the ISA this process runs."""
+    y = _sweep().neg().contiguous()
+    return _same_bits(fused_unary(torch.exp, y), fxcpp._C._vectorized_exp(y))
+
+
+@pytest.mark.parametrize("isa", ["avx512", "avx2"])
+def test_exp_gives_sleefs_bits(isa, tmp_path):
+    if not fxcpp._C.host_info()[isa]:
+        pytest.skip(f"this host has no {isa}")
+    if fxcpp._C.host_info()["aten_isa"] == isa:
+        assert _exp_bits_against_sleef() == 0
+        return
+    # That ISA's build of the interpreter, in a child process on this host.
+    path = tmp_path / "differing.txt"
+    code = (f"import sys; sys.path.insert(0, {HERE!r}); import test_exp_u10 as t; "
+            f"import fxcpp; assert fxcpp._C.host_info()['aten_isa'] == {isa!r}; "
+            f"open({str(path)!r}, 'w').write(str(t._exp_bits_against_sleef()))")
+    subprocess.run([sys.executable, "-c", code], env={**os.environ, "ATEN_CPU_CAPABILITY": isa}, check=True, timeout=600)
+    assert int(path.read_text()) == 0
+
+
+@pytest.mark.skipif(not fxcpp._C.host_info()["avx512"], reason="no AVX-512: one build only")
+def test_avx512_and_avx2_builds_give_the_same_bits(tmp_path):
     ours = _fused_outputs()
-    # The AVX2 build of the same interpreter (Sleef's exp) in a child process on this host.
+    # The AVX2 build of the same interpreter in a child process on this host.
     path = tmp_path / "avx2.pt"
     code = f"import sys, torch; sys.path.insert(0, {HERE!r}); import test_exp_u10 as t; torch.save(t._fused_outputs(), {str(path)!r})"
     subprocess.run([sys.executable, "-c", code], env={**os.environ, "ATEN_CPU_CAPABILITY": "avx2"}, check=True, timeout=600)

@@ -1,16 +1,19 @@
 // exp over fp32 lanes, bit for bit at::vec's Vectorized<float>::exp() under AVX2/AVX-512
-// (Sleef's expf_u10, what ATen's vectorized softmax, sigmoid and SiLU kernels and our AVX2
-// build call), faster under AVX-512. (Eager's torch.exp itself goes through MKL's VML, and
-// the portable build through std::exp: other bits, all within 1 ulp.)
+// (Sleef's expf_u10, what ATen's vectorized softmax, sigmoid and SiLU kernels call), inline.
+// (Eager's torch.exp itself goes through MKL's VML, and the portable build through std::exp:
+// other bits, all within 1 ulp.)
 //
 // Sleef's algorithm: q = rint(x / ln2), s = x - q ln2 (ln2 in two parts, Cody-Waite), a
 // degree-6 polynomial for exp(s) on |s| <= ln2 / 2, then u * 2^q, 0 below -104 and inf above
 // 100. Sleef builds 2^q from integer shifts and two multiplies (its ldexp2: the first is
 // exact, the second rounds once); AVX-512's vscalefps computes the same u * 2^q, rounded once,
-// in one instruction. Same operations in the same order otherwise, so the same bits
-// (tests/python/test_exp_u10.py sweeps float32 bit patterns against the AVX2 build). About a
-// third fewer instructions: softmax, SiLU and GELU are exp-bound on two cores.
-// Part of interp.h: compiled once per instruction set; the others keep Vectorized::exp().
+// in one instruction: about a third fewer instructions. Under AVX2 the same steps as Sleef's,
+// inlined: at::vec's exp() is a call into Sleef, and the loops calling it spill their registers
+// around it (make micro's softmax under AVX2 dispatch: 56% -> 71% of the triad). Same
+// operations in the same order, so the same bits (tests/python/test_exp_u10.py sweeps float32
+// bit patterns under each build against at::vec's own exp). Softmax, SiLU and GELU are
+// exp-bound on two cores.
+// Part of interp.h: compiled once per instruction set; the portable build keeps Vectorized::exp().
 #pragma once
 #include <ATen/cpu/vec/vec.h>
 
@@ -42,6 +45,30 @@ inline at::vec::Vectorized<float> exp_u10(const at::vec::Vectorized<float>& x) {
   u = _mm512_add_ps(_mm512_set1_ps(1.f), _mm512_fmadd_ps(_mm512_mul_ps(s, s), u, s));
   u = _mm512_scalef_ps(u, q);
   return u;
+#elif defined(CPU_CAPABILITY_AVX2)
+  // Sleef's expf_u10 for AVX2 (xexpf in sleefsimdsp.c with its AVX2 helpers) written out, step
+  // for step, so it inlines: at::vec's exp() is a call into Sleef, which costs the call and
+  // makes the calling loop spill its ymm registers around it (every ymm is caller-saved).
+  // Its bounds as a clamp first, as above (Sleef's own steps give 0 at -104 and inf at 100).
+  __m256 d = _mm256_max_ps(_mm256_set1_ps(-104.f), x);
+  if constexpr (!kNonPositive) d = _mm256_min_ps(_mm256_set1_ps(100.f), d);
+  const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(d, _mm256_set1_ps(1.442695040888963407359924681001892137f)));
+  const __m256 qf = _mm256_cvtepi32_ps(q);
+  __m256 s = _mm256_fmadd_ps(qf, _mm256_set1_ps(-0.693145751953125f), d);
+  s = _mm256_fmadd_ps(qf, _mm256_set1_ps(-1.428606765330187045e-06f), s);
+  __m256 u = _mm256_set1_ps(0.000198527617612853646278381f);
+  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.00139304355252534151077271f));
+  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.00833336077630519866943359f));
+  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.0416664853692054748535156f));
+  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.166666671633720397949219f));
+  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.5f));
+  u = _mm256_add_ps(_mm256_set1_ps(1.f), _mm256_fmadd_ps(_mm256_mul_ps(s, s), u, s));
+  // Sleef's ldexp2: u * 2^(q >> 1) * 2^(q - (q >> 1)), each power of two built in the exponent
+  // bits; the first product is exact, the second rounds once (what vscalefps does in one step).
+  const __m256i h = _mm256_srai_epi32(q, 1), bias = _mm256_set1_epi32(0x7f);
+  const __m256 p1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h, bias), 23));
+  const __m256 p2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(q, h), bias), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(u, p1), p2);
 #else
   return x.exp();
 #endif

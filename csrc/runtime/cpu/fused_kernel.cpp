@@ -20,6 +20,7 @@
 #include "runtime/buffer_pool.h"
 #include "runtime/cpu/fused_call.h"
 #include "runtime/cpu/isa.h"
+#include "runtime/cpu/vectorized_exp.h"
 #include "runtime/host.h"
 #include "runtime/kernel.h"
 
@@ -31,6 +32,16 @@ void run_AVX2(const FusedCall& c);
 void run_AVX512(const FusedCall& c);
 
 Interpreter select_interpreter() { return pick<Interpreter>(run_AVX512, run_AVX2, run_DEFAULT); }
+
+void vectorized_exp_DEFAULT(const float* x, float* y, int64_t n);
+void vectorized_exp_AVX2(const float* x, float* y, int64_t n);
+void vectorized_exp_AVX512(const float* x, float* y, int64_t n);
+
+void vectorized_exp(const float* x, float* y, int64_t n) {
+  using Fn = void (*)(const float*, float*, int64_t);
+  static const Fn fn = pick<Fn>(vectorized_exp_AVX512, vectorized_exp_AVX2, vectorized_exp_DEFAULT);
+  fn(x, y, n);
+}
 
 static std::atomic<int64_t> g_in_place{0};
 int64_t in_place_outputs() { return g_in_place.load(); }
