@@ -22,6 +22,24 @@
 namespace fxcpp::cpu {
 inline namespace CPU_CAPABILITY {
 
+// Sleef's steps between its rounding of x / ln2 and its final u * 2^q, the same in both builds:
+// s = d - q ln2 (ln2 in two parts, Cody-Waite), then 1 + s + s^2 p(s) with p of degree 5.
+// at::vec's fmadd is the one fused instruction under either ISA.
+inline at::vec::Vectorized<float> exp_reduced(const at::vec::Vectorized<float>& d, const at::vec::Vectorized<float>& q) {
+  using V = at::vec::Vectorized<float>;
+  V s = at::vec::fmadd(q, V(-0.693145751953125f), d);
+  s = at::vec::fmadd(q, V(-1.428606765330187045e-06f), s);
+  V u(0.000198527617612853646278381f);
+  u = at::vec::fmadd(u, s, V(0.00139304355252534151077271f));
+  u = at::vec::fmadd(u, s, V(0.00833336077630519866943359f));
+  u = at::vec::fmadd(u, s, V(0.0416664853692054748535156f));
+  u = at::vec::fmadd(u, s, V(0.166666671633720397949219f));
+  u = at::vec::fmadd(u, s, V(0.5f));
+  return V(1.f) + at::vec::fmadd(s * s, u, s);
+}
+
+constexpr float kLog2e = 1.442695040888963407359924681001892137f;
+
 // kNonPositive: the caller's x is never above 0 (or NaN), so the upper clamp is dropped (same bits).
 template <bool kNonPositive = false>
 inline at::vec::Vectorized<float> exp_u10(const at::vec::Vectorized<float>& x) {
@@ -32,37 +50,17 @@ inline at::vec::Vectorized<float> exp_u10(const at::vec::Vectorized<float>& x) {
   // vmaxps/vminps return their second operand for NaN: a NaN x stays NaN.
   __m512 d = _mm512_max_ps(_mm512_set1_ps(-104.f), x);
   if constexpr (!kNonPositive) d = _mm512_min_ps(_mm512_set1_ps(100.f), d);
-  const __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(d, _mm512_set1_ps(1.442695040888963407359924681001892137f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 s = _mm512_fmadd_ps(q, _mm512_set1_ps(-0.693145751953125f), d);
-  s = _mm512_fmadd_ps(q, _mm512_set1_ps(-1.428606765330187045e-06f), s);
-  __m512 u = _mm512_set1_ps(0.000198527617612853646278381f);
-  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.00139304355252534151077271f));
-  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.00833336077630519866943359f));
-  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.0416664853692054748535156f));
-  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.166666671633720397949219f));
-  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.5f));
-  u = _mm512_add_ps(_mm512_set1_ps(1.f), _mm512_fmadd_ps(_mm512_mul_ps(s, s), u, s));
-  u = _mm512_scalef_ps(u, q);
-  return u;
+  const __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(d, _mm512_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm512_scalef_ps(exp_reduced(d, q), q);
 #elif defined(CPU_CAPABILITY_AVX2)
   // Sleef's expf_u10 for AVX2 (xexpf in sleefsimdsp.c with its AVX2 helpers) written out, step
   // for step, so it inlines: at::vec's exp() is a call into Sleef, which costs the call and
   // makes the calling loop spill its ymm registers around it (every ymm is caller-saved).
-  // Its bounds as a clamp first, as above (Sleef's own steps give 0 at -104 and inf at 100).
+  // Its bounds as a clamp first, as above.
   __m256 d = _mm256_max_ps(_mm256_set1_ps(-104.f), x);
   if constexpr (!kNonPositive) d = _mm256_min_ps(_mm256_set1_ps(100.f), d);
-  const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(d, _mm256_set1_ps(1.442695040888963407359924681001892137f)));
-  const __m256 qf = _mm256_cvtepi32_ps(q);
-  __m256 s = _mm256_fmadd_ps(qf, _mm256_set1_ps(-0.693145751953125f), d);
-  s = _mm256_fmadd_ps(qf, _mm256_set1_ps(-1.428606765330187045e-06f), s);
-  __m256 u = _mm256_set1_ps(0.000198527617612853646278381f);
-  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.00139304355252534151077271f));
-  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.00833336077630519866943359f));
-  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.0416664853692054748535156f));
-  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.166666671633720397949219f));
-  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.5f));
-  u = _mm256_add_ps(_mm256_set1_ps(1.f), _mm256_fmadd_ps(_mm256_mul_ps(s, s), u, s));
+  const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(d, _mm256_set1_ps(kLog2e)));
+  const __m256 u = exp_reduced(d, _mm256_cvtepi32_ps(q));
   // Sleef's ldexp2: u * 2^(q >> 1) * 2^(q - (q >> 1)), each power of two built in the exponent
   // bits; the first product is exact, the second rounds once (what vscalefps does in one step).
   const __m256i h = _mm256_srai_epi32(q, 1), bias = _mm256_set1_epi32(0x7f);
