@@ -13,11 +13,15 @@
 //     [-3,-2), ..., [5,10)) is at most the old formula's (benchmarks/results/gelu-erf/sweep.txt).
 // Eager's fp32 GELU is oneDNN's kernel, another approximation: more accurate than either formula
 // within |x| < 1, 3-4x less beyond; over the whole range our largest error is a quarter of its.
-// Neither formula gives eager's bits. Signed zero, NaN and both infinities come out as eager's
-// (NaN for +-inf, as its kernel gives).
+// Neither formula gives eager's bits. Signed zero and NaN come out as eager's; -inf gives NaN and
+// +inf gives inf. Eager's kernels disagree at +inf: its scalar one and, on an AVX2-only host, its
+// vectorized one give inf, its AVX-512 one NaN; inf is also GELU's limit. x - x h is inf - inf * 0
+// there, so the product takes min(x, FLT_MAX) (the same value for every finite x).
 // Part of interp.h: compiled once per instruction set; AVX2 and AVX-512 give the same bits
 // (exp_u10 is Sleef's expf_u10 bit for bit, and each step is the same IEEE operation).
 #pragma once
+#include <cfloat>
+
 #include <ATen/cpu/vec/functional.h>
 #include <ATen/cpu/vec/vec.h>
 
@@ -43,7 +47,8 @@ inline at::vec::Vectorized<float> gelu_erf(const at::vec::Vectorized<float>& xv)
   const __m512 h = _mm512_mul_ps(_mm512_mul_ps(t, r), e);
   // x <= 0, not x < 0: -0 must give x h = -0, as eager's GELU does (x - x h gives +0).
   const __mmask16 nonpositive = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LE_OQ);
-  return _mm512_mask_blend_ps(nonpositive, _mm512_fnmadd_ps(x, h, x), _mm512_mul_ps(x, h));
+  const __m512 finite_x = _mm512_min_ps(x, _mm512_set1_ps(FLT_MAX));  // NaN gives FLT_MAX: h is NaN then
+  return _mm512_mask_blend_ps(nonpositive, _mm512_fnmadd_ps(finite_x, h, x), _mm512_mul_ps(x, h));
 #else
   const Vec z = xv * Vec(kSqrtHalf);
   const Vec t = Vec(1.f) / at::vec::fmadd(Vec(p), z.abs(), Vec(1.f));
@@ -54,8 +59,13 @@ inline at::vec::Vectorized<float> gelu_erf(const at::vec::Vectorized<float>& xv)
   // -(z z) rounds as z z does, so fmadd(-z, z, 0) is the AVX-512 branch's fnmadd.
   const Vec e = exp_u10(at::vec::fmadd(z.neg(), z, Vec(0.f)));
   const Vec h = t * r * e;
-  // x - x h rounded once, as AVX-512's fnmadd: fmadd(-x, h, x).
-  return Vec::blendv(at::vec::fmadd(xv.neg(), h, xv), xv * h, xv <= Vec(0.f));
+  // x - x h rounded once, as AVX-512's fnmadd: fmadd(-x, h, x), x at most FLT_MAX in the product.
+#if defined(CPU_CAPABILITY_AVX2)
+  const Vec finite_x = _mm256_min_ps(xv, _mm256_set1_ps(FLT_MAX));  // one instruction, as AVX-512's
+#else
+  const Vec finite_x = at::vec::minimum(xv, Vec(FLT_MAX));
+#endif
+  return Vec::blendv(at::vec::fmadd(finite_x.neg(), h, xv), xv * h, xv <= Vec(0.f));
 #endif
 }
 
