@@ -42,6 +42,27 @@ def test_generate_matches_eager_with_bounded_graphs(build, dtype):
         model.forward = torch.compile(eager_forward, backend=counting)
         out = generate(model, 64)
         again = generate(model, 64)
-    assert torch.equal(out, ref), (out, ref)
-    assert torch.equal(again, ref)
+    assert torch.equal(again, out)
     assert 1 <= len(graphs) <= 4, f"{len(graphs)} graphs for 64 new tokens"
+    split = (out != ref).nonzero()
+    if len(split):  # else every token is eager's
+        assert dtype != torch.float32, (out, ref)
+        _assert_bf16_near_tie(cfg, cls, model, out, ref, int(split[0, 1]))
+
+
+def _assert_bf16_near_tie(cfg, cls, model, out, ref, k):
+    """Greedy tokens may part from eager's only where two logits are closer than bf16 can tell
+    apart: on a host without native bf16 fxcpp's matmuls compute in fp32 and round once, eager's
+    emulated bf16 GEMM rounds otherwise (seen on an AVX2-only AMD host: the fp64 logits of the two
+    tokens 0.0007 apart, a bf16 step there 0.0035). At the first token that differs, the model in
+    fp64 (the same bf16 weights) over the common prefix must rank fxcpp's token within one bf16
+    step of its best."""
+    reference = cls(cfg).eval()
+    reference.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        logits = reference.double()(ref[:, :k]).logits[0, -1]
+    step = torch.finfo(torch.bfloat16).eps * logits.abs().max()
+    mine, eagers = int(out[0, k]), int(ref[0, k])
+    assert logits.max() - logits[mine] <= step, (
+        f"token {k}: fxcpp's {mine} is {float(logits.max() - logits[mine]):.4g} below the fp64 best "
+        f"(eager's {eagers}: {float(logits.max() - logits[eagers]):.4g}; a bf16 step {float(step):.3g})")
