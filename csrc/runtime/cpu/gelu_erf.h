@@ -13,8 +13,9 @@
 //     [-3,-2), ..., [5,10)) is at most the old formula's (benchmarks/results/gelu-erf/sweep.txt).
 // Eager's fp32 GELU is oneDNN's kernel, another approximation: more accurate than either formula
 // within |x| < 1, 3-4x less beyond; over the whole range our largest error is a quarter of its.
-// Neither formula gives eager's bits. Signed zero and NaN come out as eager's; -inf gives NaN and
-// +inf gives inf. Eager's kernels disagree at +inf: its scalar one and, on an AVX2-only host, its
+// Neither formula gives eager's bits. NaN comes out as eager's, -0 and the negative tail's zeros
+// as -0 (the sign of x Phi(x); eager's scalar kernel agrees, its AVX2 fp32 one gives +0); -inf
+// gives NaN and +inf gives inf. Eager's kernels disagree at +inf: its scalar one and, on an AVX2-only host, its
 // vectorized one give inf, its AVX-512 one NaN; inf is also GELU's limit. x - x h is inf - inf * 0
 // there, so the product takes min(x, FLT_MAX) (the same value for every finite x).
 // Part of interp.h: compiled once per instruction set; AVX2 and AVX-512 give the same bits
