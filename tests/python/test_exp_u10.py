@@ -70,8 +70,8 @@ def test_avx512_and_avx2_builds_give_the_same_bits(tmp_path):
     path = tmp_path / "avx2.pt"
     code = f"import sys, torch; sys.path.insert(0, {HERE!r}); import test_exp_u10 as t; torch.save(t._fused_outputs(), {str(path)!r})"
     subprocess.run([sys.executable, "-c", code], env={**os.environ, "ATEN_CPU_CAPABILITY": "avx2"}, check=True, timeout=600)
-    sleef = torch.load(path)
-    assert {name: _same_bits(ours[name], sleef[name]) for name in CASES} == {name: 0 for name in CASES}
+    avx2 = torch.load(path)
+    assert {name: _same_bits(ours[name], avx2[name]) for name in CASES} == {name: 0 for name in CASES}
 
 
 def test_exp_is_within_one_ulp_and_non_finite_values_match_eager():

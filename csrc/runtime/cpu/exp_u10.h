@@ -17,8 +17,6 @@
 #pragma once
 #include <ATen/cpu/vec/vec.h>
 
-#include <limits>
-
 namespace fxcpp::cpu {
 inline namespace CPU_CAPABILITY {
 
