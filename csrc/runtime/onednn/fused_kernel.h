@@ -322,7 +322,10 @@ class FusedKernel : public Kernel {
       ++stats().primitives;
       e->impl = e->pd.impl_info_str();
     }
-    e->impl_note = name + " " + e->impl + ", " + weight_note +
+    std::string wn = weight_note;
+    const std::string packed = "weight packed once";
+    if (!e->pack_note.empty() && wn.compare(0, packed.size(), packed) == 0) wn.insert(packed.size(), e->pack_note);
+    e->impl_note = name + " " + e->impl + ", " + wn +
                    (wide_io_ && out_dtype_ == at::kFloat ? ", output kept in fp32 for the next oneDNN node" : "");
     if (primitive && e->impl.find("ref:") != std::string::npos) {  // "ref:any", or a deconv on "conv:any+ref:any"
       e->choice.store(kAten);

@@ -71,6 +71,7 @@ struct MatmulEntry {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul prim;
   std::string key, impl, impl_note;  // key: the call signature (raw bytes)
+  std::string pack_note;  // set where the pack keeps the weight's own layout (build)
   std::atomic<int> choice{kUndecided};  // ours (oneDNN or the GEMV) or ATen, decided at the first call
   std::vector<BinaryArg> binary;
   std::shared_ptr<const PackedWeights> packed;  // swapped under the kernel's lock when a source changes
@@ -152,7 +153,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     const std::string weight_note = cached ? "weight packed once" : "weight read in place (" + per_call_reason() + ")";
     auto make = [&](bool plain_clamps) {
       return [&, plain_clamps] {
-        return build(src, wd, ws, cdt, bias.defined(), bias_dt, !bn.empty(), operands, sum_in_place, dst_dims, cached,
+        return build(src, wd, ws, cdt, w.scalar_type(), bias.defined(), bias_dt, !bn.empty(), operands, sum_in_place, dst_dims, cached,
                      plain_clamps);
       };
     };
@@ -164,8 +165,14 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
                               [&](const at::Tensor& wt, const at::Tensor& bt) {
                                 const at::Tensor wc = wt.to(cdt);
                                 auto [d, st] = logical_weight(wc);
-                                return std::make_pair(reorder_to(wc, plain_desc(wc, d, st), r.pd.weights_desc()),
-                                                      bt.defined() ? bt.to(bias_dt).contiguous() : at::Tensor());
+                                const memory::desc as_it_lies = plain_desc(wc, d, st);
+                                // The primitive reads the weight's own layout (build: oneDNN's
+                                // gemm): the pack is the weight itself, an alias of the parameter
+                                // (kept fresh by the same stamps) or the widened/folded copy.
+                                const at::Tensor packed_w = as_it_lies == r.pd.weights_desc()
+                                                                ? wc.detach()
+                                                                : reorder_to(wc, as_it_lies, r.pd.weights_desc());
+                                return std::make_pair(packed_w, bt.defined() ? bt.to(bias_dt).contiguous() : at::Tensor());
                               });
       };
       // r: the primitive this call runs.
@@ -306,7 +313,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
   }
 
   std::shared_ptr<MatmulEntry> build(const at::Tensor& src, const Dims& wd, const Dims& ws, c10::ScalarType cdt,
-                                     bool has_bias, c10::ScalarType bias_dt, bool folded,
+                                     c10::ScalarType weight_dtype, bool has_bias, c10::ScalarType bias_dt, bool folded,
                                      const std::vector<at::Tensor>& operands, int sum_in_place, const Dims& dst_dims,
                                      bool cached, bool plain_clamps) const {
     const int64_t nd = src.dim();
@@ -324,6 +331,17 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     PostOpArgs po = build_post_ops(f_, operands, sum_in_place, nd, plain_clamps);
     auto e = std::make_shared<MatmulEntry>();
     e->pd = dnnl::matmul::primitive_desc(cpu_engine(), src_md, w_md, bias_md, dst_md, po.attr);
+    // oneDNN's gemm-based matmul (what oneDNN 3.2 runs for fp32 on AVX2-only hosts, which have
+    // no brgemm matmul) copies B into its own panels at every call, whatever layout B comes in:
+    // a pack in the layout it asks for buys nothing (on the AVX2 host reading the weight as it
+    // lies took 0.66-1.05x the packed time, Linear layers at M = 32-1024). So it reads the
+    // weight's own layout, and the pack (packed_weights) is the weight itself: no second copy.
+    if (cached && std::string(e->pd.impl_info_str()).rfind("gemm:", 0) == 0) {
+      e->pd = dnnl::matmul::primitive_desc(cpu_engine(), src_md, plain_desc(dt, wd, ws), bias_md, dst_md, po.attr);
+      e->pack_note = cdt != weight_dtype || folded
+                         ? " in the weight's own layout (oneDNN's gemm packs it at each call)"
+                         : " in the weight's own layout (oneDNN's gemm packs it at each call): the weight itself, no copy";
+    }
     e->prim = dnnl::matmul(e->pd);
     e->binary = po.binary;
     return e;
