@@ -326,6 +326,7 @@ PYBIND11_MODULE(_C, m) {
 #ifdef FXCPP_HAS_ONEDNN
     d["packs"] = fxcpp::onednn::stats().packs.load();
     d["primitives"] = fxcpp::onednn::stats().primitives.load();
+    d["packs_in_place"] = fxcpp::onednn::stats().packs_in_place.load();
 #endif
     return d;
   });

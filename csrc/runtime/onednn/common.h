@@ -110,9 +110,10 @@ memory reorder_to_thread_buffer(const at::Tensor& src, const memory::desc& user,
 // library-owned scratchpad is not safe for concurrent runs of one primitive).
 void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std::unordered_map<int, memory>& args);
 
-// Counters for tests and explain(): weights packed, primitives built (process-wide).
+// Counters for tests and explain(): weights packed, primitives built (process-wide), and the
+// packs that are their weight itself (a layout oneDNN's gemm reads as it lies: no copy).
 struct Stats {
-  std::atomic<int64_t> packs{0}, primitives{0};
+  std::atomic<int64_t> packs{0}, primitives{0}, packs_in_place{0};
 };
 Stats& stats();
 

@@ -2,7 +2,9 @@
 // chain. Per concrete call signature, one of (named so in explain()):
 //  - "onednn": oneDNN's matmul primitive, built at the signature's first call. A long-lived
 //    2-d weight (a parameter) is reordered once into the layout the primitive prefers and
-//    re-packed only when that tensor changes. Any other weight is read where it lies:
+//    re-packed only when that tensor changes (where oneDNN runs its gemm, which packs at every
+//    call, that layout is the weight's own and the pack is the weight itself: see build()).
+//    Any other weight is read where it lies:
 //    measured on oneDNN 3.2 (brgemm), reading a plain [K, N] or [N, K] weight is never slower
 //    than reordering it at every call.
 //  - "onednn:bf16-as-fp32" / "onednn:fp16-as-fp32": the same primitive in fp32 where this
@@ -169,9 +171,10 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
                                 // The primitive reads the weight's own layout (build: oneDNN's
                                 // gemm): the pack is the weight itself, an alias of the parameter
                                 // (kept fresh by the same stamps) or the widened/folded copy.
-                                const at::Tensor packed_w = as_it_lies == r.pd.weights_desc()
-                                                                ? wc.detach()
-                                                                : reorder_to(wc, as_it_lies, r.pd.weights_desc());
+                                const bool own_layout = as_it_lies == r.pd.weights_desc();
+                                if (own_layout && wc.is_same(w)) ++stats().packs_in_place;
+                                const at::Tensor packed_w =
+                                    own_layout ? wc.detach() : reorder_to(wc, as_it_lies, r.pd.weights_desc());
                                 return std::make_pair(packed_w, bt.defined() ? bt.to(bias_dt).contiguous() : at::Tensor());
                               });
       };
