@@ -336,6 +336,7 @@ PYBIND11_MODULE(_C, m) {
     d["in_place"] = fxcpp::cpu::in_place_outputs();
     d["streamed"] = fxcpp::cpu::streamed_outputs();
     d["fused_reductions"] = fxcpp::cpu::fused_reductions();
+    d["fused_affine_tails"] = fxcpp::cpu::fused_tails();
     d["column_calls"] = fxcpp::cpu::column_calls();
     const auto pool = fxcpp::buffer_pool_stats();
     d["pool_hits"] = pool.hits;

@@ -283,6 +283,30 @@ def test_a_row_reduction_runs_in_the_pass_of_the_op_computing_its_operand(name, 
     assert (_C.cpu_fused_stats()["fused_reductions"] > before) == fused
 
 
+@pytest.mark.parametrize("affine, fused", [("weight_and_bias", True), ("weight", False), ("none", False)])
+def test_a_layer_norms_affine_tail_runs_in_one_pass(affine, fused):
+    """A residual LayerNorm's (x - mean) * rstd * weight + bias runs as one pass over the block
+    (interp_rows.h, fused_affine_tail): the normalized rows are not written and read back.
+    Eager's values in fp32 and bf16, on contiguous rows and rows of a wider tensor, short rows
+    (many to a block) and long ones (two to a block). Without a bias the tail is two products
+    and runs as written."""
+    from fxcpp import _C
+
+    def fn(x, r, w, b):
+        n = x.shape[-1]
+        if affine == "weight_and_bias":
+            return F.layer_norm(x + r, (n,), w, b)
+        return F.layer_norm(x + r, (n,), w if affine == "weight" else None)
+
+    before = _C.cpu_fused_stats()["fused_affine_tails"]
+    for dtype in (torch.float32, torch.bfloat16):
+        for rows, n in ((64, 128), (5, 3000)):
+            x, r, w, b = make_inputs([(rows, n + 8), (rows, n), (n,), (n,)], dtype)
+            compare(fn, [x[:, :n], r, w, b])
+            compare(fn, [x[:, :n].contiguous(), r, w, b])
+    assert (_C.cpu_fused_stats()["fused_affine_tails"] > before) == fused
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_blocks_fetching_the_next_block_match_eager(dtype):
     """While a transcendental computes a block of rows, the next block's input rows are

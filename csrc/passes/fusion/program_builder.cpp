@@ -347,6 +347,13 @@ class Codegen {
     ins.imm = x.imm;
     if (x.op == POp::Load) {
       ins.a = static_cast<int16_t>(x.a);
+    } else if (x.op == POp::MulAdd && ex_[x.a].op == POp::SubMul && leaf(x.b) && leaf(x.c)) {
+      // A LayerNorm's affine tail: its weight and bias are loaded before the normalization, so
+      // that the submul and the muladd stand side by side and run as one pass (interp_rows.h,
+      // fused_affine_tail). Same operands, same ops.
+      ins.b = static_cast<int16_t>(emit(x.b, phase, row_reg));
+      ins.c = static_cast<int16_t>(emit(x.c, phase, row_reg));
+      ins.a = static_cast<int16_t>(emit(x.a, phase, row_reg));
     } else {
       if (x.a >= 0) ins.a = static_cast<int16_t>(emit(x.a, phase, row_reg));
       if (x.b >= 0) ins.b = static_cast<int16_t>(emit(x.b, phase, row_reg));
@@ -357,6 +364,8 @@ class Codegen {
     vreg_.emplace(e, ins.dst);
     return ins.dst;
   }
+
+  bool leaf(int e) const { return ex_[e].op == POp::Load || ex_[e].op == POp::Const; }
 
   static std::vector<int> reads(const PInstr& i) {
     std::vector<int> r;

@@ -55,6 +55,9 @@ int64_t streamed_outputs();  // outputs written with streaming stores, counted p
 // Row reductions computed in the pass of the op before them (interp_rows.h), for tests.
 void count_fused_reductions(int64_t n);
 int64_t fused_reductions();
+// LayerNorm affine tails run as one pass (interp_rows.h, fused_affine_tail), for tests.
+void count_fused_tails(int64_t n);
+int64_t fused_tails();
 // Calls run by columns (interp_columns.h: rows side by side in memory), for tests.
 void count_column_call();
 int64_t column_calls();
