@@ -170,7 +170,8 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
                                 const memory::desc as_it_lies = plain_desc(wc, d, st);
                                 // The primitive reads the weight's own layout (build: oneDNN's
                                 // gemm): the pack is the weight itself, an alias of the parameter
-                                // (kept fresh by the same stamps) or the widened/folded copy.
+                                // (kept fresh by the same stamps; cache_pack packs only guardable
+                                // storages, which own their memory) or the widened/folded copy.
                                 const bool own_layout = as_it_lies == r.pd.weights_desc();
                                 if (own_layout && wc.is_same(w)) ++stats().packs_in_place;
                                 const at::Tensor packed_w =
