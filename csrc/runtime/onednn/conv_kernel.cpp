@@ -141,7 +141,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     // a second primitive with the NaN-preserving chain (built at the first call that needs it)
     // runs the others.
     const bool plain = plain_clamps_possible(cached);
-    const std::string weight_note = cached ? "weight packed once" : "weight reordered every call (" + per_call_reason() + ")";
+    const std::string weight_note = cached ? std::string(kPackedOnce) : "weight reordered every call (" + per_call_reason() + ")";
     auto make = [&](bool plain_clamps) {
       return [&, plain_clamps] {
         return build(x, w, cdt, bias.defined(), bias_dt, !bn.empty(), out, pad_l, pad_r, dil, strides, operands,

@@ -53,6 +53,9 @@ enum Choice : int { kUndecided = -1, kOnednn = 0, kAten = 1 };
 
 // Entry: a kernel's per-signature primitive, with `pd`, `std::shared_ptr<const PackedWeights>
 // packed`, `std::string key, impl` and `std::atomic<int> choice` (a Choice).
+// A cached weight's note in explain(); entry() puts an entry's pack_note right after it.
+inline constexpr char kPackedOnce[] = "weight packed once";
+
 template <typename Entry>
 class FusedKernel : public Kernel {
  public:
@@ -323,7 +326,7 @@ class FusedKernel : public Kernel {
       e->impl = e->pd.impl_info_str();
     }
     std::string wn = weight_note;
-    const std::string packed = "weight packed once";
+    const std::string packed = kPackedOnce;
     if (!e->pack_note.empty() && wn.compare(0, packed.size(), packed) == 0) wn.insert(packed.size(), e->pack_note);
     e->impl_note = name + " " + e->impl + ", " + wn +
                    (wide_io_ && out_dtype_ == at::kFloat ? ", output kept in fp32 for the next oneDNN node" : "");

@@ -152,7 +152,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     // With a packed weight, relu/clip run as oneDNN's own clamps at calls proven NaN-free (see
     // the conv kernel); a second primitive with the NaN-preserving chain runs the others.
     const bool plain = plain_clamps_possible(cached);
-    const std::string weight_note = cached ? "weight packed once" : "weight read in place (" + per_call_reason() + ")";
+    const std::string weight_note = cached ? std::string(kPackedOnce) : "weight read in place (" + per_call_reason() + ")";
     auto make = [&](bool plain_clamps) {
       return [&, plain_clamps] {
         return build(src, wd, ws, cdt, w.scalar_type(), bias.defined(), bias_dt, !bn.empty(), operands, sum_in_place, dst_dims, cached,
