@@ -396,6 +396,22 @@ class Fuser {
       if (t != c10::kFloat && t != c10::kBFloat16 && t != c10::kHalf && t != c10::kBool) return false;
     }
 
+    // Member values on a path into an op that steps (a comparison, floor, ...): each is rounded
+    // to its bf16/fp16 dtype as eager stores it after every op, or fp32's extra bits flip the step
+    // where eager's rounded chain does not (fuzzer grammar 2, seeds 68403: log1p(|x @ p|) > x;
+    // 68081: (v - mean) / (std + 1e-5) < v). Rounding only where a single step reads would not do:
+    // one rounding of the fp32 chain differs from eager's rounding at every op.
+    std::set<const Value*> feeds_step;
+    for (auto m = grp.members.rbegin(); m != grp.members.rend(); ++m) {
+      bool on_path = steps_on_its_inputs(**m);
+      for (const Value* v : (*m)->outputs) on_path |= feeds_step.count(v) > 0;
+      if (!on_path) continue;
+      for (const Arg& a : (*m)->args)
+        for_each_value(a, [&](Value* x) {
+          if (x->kind == ValueKind::Tensor && x->producer && in_group.count(x->producer)) feeds_step.insert(x);
+        });
+    }
+
     ProgramBuilder b;
     std::vector<Arg> args;
     std::vector<c10::ScalarType> in_types;
@@ -433,10 +449,11 @@ class Fuser {
         // A bf16/fp16 value the group stores is read by its other members as stored, as eager's
         // next op reads it: the outputs stay consistent with one another (a backward that
         // compares or normalizes saved values sees what eager's forward saw; fuzzer seeds 591,
-        // 1156, 1822). Values the group keeps to itself stay fp32.
+        // 1156, 1822). So is one on a path into a step (feeds_step). Other values the group
+        // keeps to itself stay fp32.
         const Value* v = m->outputs[i];
         const auto t = v->meta->dtype;
-        if (stored_and_read.count(v) && (t == c10::kBFloat16 || t == c10::kHalf))
+        if ((stored_and_read.count(v) || feeds_step.count(v)) && (t == c10::kBFloat16 || t == c10::kHalf))
           es[i] = b.op(t == c10::kBFloat16 ? POp::RoundBf16 : POp::RoundHalf, es[i]);
         expr[v] = es[i];
       }

@@ -109,6 +109,20 @@ bool const_string(const Arg& a, std::string& out) {
 
 bool is_variance(const Node& n) { return is_variance_key(key_of(n)); }
 
+bool steps_on_its_inputs(const Node& n) {
+  if (!n.is_aten() || n.outputs.empty()) return false;
+  const std::string k = key_of(n);
+  auto it = table().find(k);
+  if (it == table().end()) return false;
+  if (it->second.bool_out) return true;
+  if (k == "aten::_to_copy" || k == "prims::convert_element_type") {
+    const Value* v = n.outputs[0];
+    return v->meta && (int_dtype(v->meta->dtype) || v->meta->dtype == c10::kBool);
+  }
+  return k == "aten::floor" || k == "aten::ceil" || k == "aten::trunc" || k == "aten::round" || k == "aten::sign" ||
+         k == "aten::div.Tensor_mode" || k == "aten::div.Scalar_mode" || k == "aten::threshold_backward";
+}
+
 std::optional<CpuOp> classify_cpu_op(const Node& n) {
   if (!n.is_aten() || n.outputs.empty()) return std::nullopt;
   auto it = table().find(key_of(n));

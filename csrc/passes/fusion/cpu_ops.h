@@ -27,6 +27,11 @@ struct CpuOp {
 // is worth a fused kernel (cpu_fusion.cpp).
 bool is_variance(const Node& n);
 
+// Whether a tiny change of an input can flip n's output (comparisons, logical ops on floats,
+// floor/ceil/trunc/round/sign, division with a rounding mode, threshold_backward, a cast to an
+// integer): what feeds it must carry eager's rounding, not fp32's extra bits (cpu_fusion.cpp).
+bool steps_on_its_inputs(const Node& n);
+
 // What the fusion can do with n, or nothing (dtypes, devices and arguments included).
 std::optional<CpuOp> classify_cpu_op(const Node& n);
 

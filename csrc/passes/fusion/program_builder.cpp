@@ -173,10 +173,13 @@ void correct_centered_means(std::vector<Expr>& ex, RowFirst* first) {
   // stored values), except by its own values minus it. Those values are fp32 inside the group:
   // minus the rounded mean, a row of equal values centers to the mean's rounding error instead
   // of 0 (in eager, values and mean are there the same bf16 numbers), and standardized it came
-  // out -132 where eager gives 0.
+  // out -132 where eager gives 0. Values already as stored (a load, or rounded on a path into a
+  // comparison: cpu_fusion's feeds_step) are eager's own, and so is their rounded mean.
+  auto as_stored = [&](int v) { return ex[v].op == POp::Load || ex[v].op == POp::RoundBf16 || ex[v].op == POp::RoundHalf; };
   for (size_t d = 0; d < n0; ++d) {
     Expr& x = ex[d];
-    if (x.op == POp::Sub && (ex[x.b].op == POp::RoundBf16 || ex[x.b].op == POp::RoundHalf) && is_mean_of(ex[x.b].a, x.a))
+    if (x.op == POp::Sub && (ex[x.b].op == POp::RoundBf16 || ex[x.b].op == POp::RoundHalf) && is_mean_of(ex[x.b].a, x.a) &&
+        !as_stored(x.a))
       x.b = ex[x.b].a;
   }
   int zero = -1, inf = -1;  // shared constants
