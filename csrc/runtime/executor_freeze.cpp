@@ -57,6 +57,7 @@ void Executable::adopt_released(const std::vector<c10::IValue>& inputs, const st
     const int slot = ins.at(i)->id;
     adopted_[slot] = inputs.at(i).toTensor();
     adopted_readers_[slot] = readers_of(slot);
+    for (const auto& r : adopted_readers_[slot]) steps_[r.first].kernel->will_freeze();
   }
   if (!adopted_.empty()) resolving_.store(true, std::memory_order_release);
 }

@@ -35,6 +35,10 @@ class Kernel {
   virtual bool may_freeze_arg(int /*pos*/) const { return false; }
   virtual bool can_freeze_arg(int /*pos*/) const { return false; }
   virtual void freeze(const Stack& /*args*/) const {}
+  // Before the first call, for each kernel reading an input Options.freeze releases: it is to
+  // run from copies it holds (a kernel that would otherwise read that input at each call packs
+  // it instead: matmul_kernel.cpp, widens_per_call).
+  virtual void will_freeze() const {}
 };
 
 // Returns a kernel for the node, or nullptr when it does not take this node.

@@ -224,6 +224,9 @@ class FusedKernel : public Kernel {
   }
 
   bool frozen() const { return frozen_.load(); }
+  void will_freeze() const override { freezing_.store(true); }
+  // Options.freeze releases this kernel's weight after the first call (or did).
+  bool freezing() const { return freezing_.load() || frozen_.load(); }
 
   // Why a weight is not cached, for explain().
   std::string per_call_reason() const {
@@ -545,6 +548,7 @@ class FusedKernel : public Kernel {
   const bool native_bf16_;  // read when the kernel is made (FXCPP_BF16 can force either path)
   mutable std::atomic<int> measured_{0}, last_choice_{kUndecided};
   mutable std::atomic<bool> volatile_{false};
+  mutable std::atomic<bool> freezing_{false};  // will_freeze(): packs rather than reading per call
   mutable std::atomic<bool> frozen_{false};  // Options.freeze: runs from frozen_packs_ only
   mutable std::vector<std::shared_ptr<const PackedWeights>> frozen_packs_;  // under mu_: one per layout
   mutable std::vector<int64_t> frozen_sizes_;  // the weight's, set before frozen_

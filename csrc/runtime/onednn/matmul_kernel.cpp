@@ -51,9 +51,35 @@ constexpr int64_t kGemvMaxMAvx512PackedSmall = 4;  // weights up to kSmallWeight
 constexpr int64_t kSmallWeightBytes = 4 << 20;
 constexpr int64_t kGemvMaxMNativeBf16Packed = 0;
 
+// oneDNN 3.2 has brgemm matmul kernels from AVX-512 up (AMX ISAs included); below, every
+// matmul is its gemm, which copies B into its own panels at every call.
+bool onednn_has_brgemm_matmul() {
+  static const bool avx512 = host().onednn_isa.rfind("avx512", 0) == 0;
+  return avx512;
+}
+
+// A bf16/fp16 weight the primitive reads widened: where oneDNN runs its gemm, widened at each
+// call into a pooled buffer rather than held as an fp32 copy beside the parameter (three times
+// a bf16 weight's bytes in all). The gemm re-packs B at every call anyway; the widening adds
+// 2-5% to a bf16 BERT-base or T5-small (AVX2 host, batch 1) and takes peak RSS from 1.62x and
+// 1.41x eager to about 1.1x (benchmarks/results/bf16-widened-per-call/). A folded BatchNorm
+// (folding costs more than widening) and a weight Options.freeze releases (only the pack remains)
+// keep their copy.
+bool widens_per_call(bool widen, bool folds_bn, bool freezing) {
+  return widen && !folds_bn && !freezing && !onednn_has_brgemm_matmul();
+}
+
+// The weight widened for this call, from the buffer pool (the same few MB at every call,
+// already faulted in), in the weight's own layout.
+at::Tensor widened(const at::Tensor& w, c10::ScalarType dt) {
+  if (!w.is_non_overlapping_and_dense()) return w.to(dt);
+  at::Tensor out = pooled_empty_strided(w.sizes(), w.strides(), dt);
+  out.copy_(w);
+  return out;
+}
+
 int64_t gemv_max_m(bool native_half, bool onednn_packs, int64_t weight_bytes) {
-  static const bool avx512 = host().onednn_isa.rfind("avx512", 0) == 0;  // AMX ISAs included
-  if (onednn_packs && avx512) {
+  if (onednn_packs && onednn_has_brgemm_matmul()) {
     if (native_half) return kGemvMaxMNativeBf16Packed;
     return weight_bytes <= kSmallWeightBytes ? kGemvMaxMAvx512PackedSmall : kGemvMaxMAvx512Packed;
   }
@@ -111,11 +137,12 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     // (A frozen weight is never read: its strides only shape the signature.)
     const at::Tensor w0 = frozen() || matmul_friendly(w_in) ? w_in : w_in.contiguous();
     const std::vector<at::Tensor> bn = bn_tensors(stack);
-    const bool cached = cache_pack(w0, bias, bn);
+    const bool per_call_widening = widens_per_call(widen, !bn.empty(), freezing()) && cache_pack(w0, bias, bn);
+    const bool cached = !per_call_widening && cache_pack(w0, bias, bn);
     // Read where it lies unless cached; a BatchNorm is then folded at this call.
     at::Tensor w = w0, b_run = bias;
     if (!cached && !bn.empty()) std::tie(w, b_run) = folded(w0, bias, bn);
-    if (!cached && widen) w = w.to(cdt);
+    if (!cached && widen) w = widened(w, cdt);
     if (!cached && b_run.defined()) b_run = b_run.to(widen ? cdt : b_run.scalar_type()).contiguous();
     const int64_t nd = src.dim();  // 2 or 3
     // The logical weight [.., K, N]: a Linear's [N, K] weight read transposed through its strides.
@@ -152,7 +179,10 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     // With a packed weight, relu/clip run as oneDNN's own clamps at calls proven NaN-free (see
     // the conv kernel); a second primitive with the NaN-preserving chain runs the others.
     const bool plain = plain_clamps_possible(cached);
-    const std::string weight_note = cached ? std::string(kPackedOnce) : "weight read in place (" + per_call_reason() + ")";
+    const std::string weight_note =
+        cached              ? std::string(kPackedOnce)
+        : per_call_widening ? "weight widened to fp32 at each call, no fp32 copy held (oneDNN's gemm packs it at each call)"
+                            : "weight read in place (" + per_call_reason() + ")";
     auto make = [&](bool plain_clamps) {
       return [&, plain_clamps] {
         return build(src, wd, ws, cdt, w.scalar_type(), bias.defined(), bias_dt, !bn.empty(), operands, sum_in_place, dst_dims, cached,
