@@ -62,6 +62,18 @@ _CODE = textwrap.dedent("""
         ck["bf16 weight.data[0] = 1"] = close(cb(xb), fp64(), 3e-2)
         mb[0].bias.data.add_(1)
         ck["bf16 bias.data.add_"] = close(cb(xb), fp64(), 3e-2)
+
+    # Options.freeze releases the weight: there it is packed (widened once) after all.
+    from fxcpp.freeze import ReleasedTensor
+    mf = nn.Sequential(nn.Linear(96, 80), nn.ReLU()).eval().bfloat16()
+    with torch.no_grad():
+        ref64 = copy.deepcopy(mf).double()(xb.double())
+        s0 = _C.onednn_stats()
+        cf = torch.compile(mf, backend="fxcpp", options={"freeze": True})
+        ck["bf16 frozen first"] = close(cf(xb), ref64, 3e-2)
+        ck["bf16 frozen again"] = close(cf(xb), ref64, 3e-2)
+    res["frozen_released"] = all(isinstance(p, ReleasedTensor) for p in mf.parameters())
+    res["frozen_packs"] = _C.onednn_stats()["packs"] - s0["packs"]
     print("RESULT " + json.dumps(res))
 """)
 
@@ -77,4 +89,5 @@ def test_gemm_reads_the_weight_itself_and_sees_every_change():
     assert r["in_place_packs"] >= 1, r
     assert r["notes_bf16"] and all("widened to fp32 at each call, no fp32 copy held" in n for n in r["notes_bf16"]), r
     assert r["packs_bf16"] == 0, r
+    assert r["frozen_released"] and r["frozen_packs"] >= 1, r
     assert all(r["checks"].values()), r["checks"]
