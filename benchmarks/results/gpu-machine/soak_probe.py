@@ -1,6 +1,7 @@
 # RSS, live tensors and Python objects every 200 compiles of test_soak's compile-and-discard loop, to 3000.
 import gc, sys, os, time
-sys.path.insert(0, "tests/python")
+here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../tests")
+sys.path[:0] = [os.path.join(here, "python"), here]  # from any directory (the repo root was assumed)
 import torch, fxcpp, test_soak
 from test_soak import _Block, _drop_generated_sources, _rss_mb, _live_tensors
 torch.manual_seed(0)
