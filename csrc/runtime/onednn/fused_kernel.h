@@ -470,9 +470,13 @@ class FusedKernel : public Kernel {
 
   // ATen's result for this call (the fallback, and what the first call measures against).
   // With widened operands or output, ATen would refuse the mixed dtypes: every floating
-  // operand is widened to fp32 and the result rounded to the output's dtype.
+  // operand is widened to fp32 and the result rounded to the output's dtype. So too where this
+  // host has no kernels for the weight's dtype (compute_dtype): ATen's bf16 GEMM is emulated
+  // there at a fifth of its fp32 speed, and in fp32 ATen (MKL) beats oneDNN's gemm on some
+  // shapes, as the fp32 model's first calls find (GPT-2's Conv1D addmm on the AVX2 host).
   at::Tensor eager_result(const Stack& stack) const {
-    if (!wide_io_) return reference(stack);
+    const c10::ScalarType wt = stack[1].isTensor() ? stack[1].toTensor().scalar_type() : out_dtype_;
+    if (!wide_io_ && compute_dtype(wt) == wt) return reference(stack);
     Stack wide = stack;
     for (auto& iv : wide)
       if (iv.isTensor() && iv.toTensor().is_floating_point() && iv.toTensor().scalar_type() != at::kFloat)
