@@ -22,12 +22,15 @@ def _reset():
     torch._dynamo.reset()
 
 
-def test_the_aten_path_of_a_widened_linear_computes_in_fp32_and_rounds_once(monkeypatch):
-    monkeypatch.setenv("FXCPP_BF16", "fp32")
+def _linear_gelu_on_aten(monkeypatch, bf16: str):
+    monkeypatch.setenv("FXCPP_BF16", bf16)
     monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "aten")
     torch.manual_seed(0)
-    m = nn.Sequential(nn.Linear(512, 256), nn.GELU()).eval().bfloat16()
-    x = torch.randn(64, 512).bfloat16()
+    return nn.Sequential(nn.Linear(512, 256), nn.GELU()).eval().bfloat16(), torch.randn(64, 512).bfloat16()
+
+
+def test_the_aten_path_of_a_widened_linear_computes_in_fp32_and_rounds_once(monkeypatch):
+    m, x = _linear_gelu_on_aten(monkeypatch, "fp32")
     with torch.no_grad():
         eager = m(x)
         wide = F.gelu(F.linear(x.float(), m[0].weight.float(), m[0].bias.float())).bfloat16()
@@ -40,10 +43,6 @@ def test_the_aten_path_of_a_widened_linear_computes_in_fp32_and_rounds_once(monk
 
 
 def test_with_native_kernels_the_aten_path_is_eagers_own(monkeypatch):
-    monkeypatch.setenv("FXCPP_BF16", "native")
-    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "aten")
-    torch.manual_seed(0)
-    m = nn.Sequential(nn.Linear(512, 256), nn.GELU()).eval().bfloat16()
-    x = torch.randn(64, 512).bfloat16()
+    m, x = _linear_gelu_on_aten(monkeypatch, "native")
     with torch.no_grad():
         assert torch.equal(torch.compile(m, backend="fxcpp")(x), m(x))
