@@ -62,7 +62,7 @@ bool onednn_has_brgemm_matmul() {
 // call into a pooled buffer rather than held as an fp32 copy beside the parameter (three times
 // a bf16 weight's bytes in all). The gemm re-packs B at every call anyway; the widening adds
 // 2-5% to a bf16 BERT-base or T5-small (AVX2 host, batch 1) and takes peak RSS from 1.62x and
-// 1.41x eager to about 1.1x (benchmarks/results/bf16-widened-per-call/). A folded BatchNorm
+// 1.41x eager to 1.12-1.15x (benchmarks/results/bf16-widened-per-call/). A folded BatchNorm
 // (folding costs more than widening) and a weight Options.freeze releases (only the pack remains)
 // keep their copy.
 bool widens_per_call(bool widen, bool folds_bn, bool freezing) {
