@@ -19,13 +19,6 @@ from grammar import generate  # noqa: E402
 DTYPES = [torch.bfloat16, torch.float16]
 
 
-@pytest.fixture(autouse=True)
-def _reset():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-
-
 def _log1p_chain(x):
     return torch.log1p(x.abs() * 3)
 

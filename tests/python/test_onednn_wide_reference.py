@@ -15,13 +15,6 @@ from fxcpp import _C
 pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
 
 
-@pytest.fixture(autouse=True)
-def _reset():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-
-
 def _linear_gelu_on_aten(monkeypatch, bf16: str):
     monkeypatch.setenv("FXCPP_BF16", bf16)
     monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "aten")

@@ -137,8 +137,9 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     // (A frozen weight is never read: its strides only shape the signature.)
     const at::Tensor w0 = frozen() || matmul_friendly(w_in) ? w_in : w_in.contiguous();
     const std::vector<at::Tensor> bn = bn_tensors(stack);
-    const bool per_call_widening = widens_per_call(widen, !bn.empty(), freezing()) && cache_pack(w0, bias, bn);
-    const bool cached = !per_call_widening && cache_pack(w0, bias, bn);
+    const bool packable = cache_pack(w0, bias, bn);
+    const bool per_call_widening = packable && widens_per_call(widen, !bn.empty(), freezing());
+    const bool cached = packable && !per_call_widening;
     // Read where it lies unless cached; a BatchNorm is then folded at this call.
     at::Tensor w = w0, b_run = bias;
     if (!cached && !bn.empty()) std::tie(w, b_run) = folded(w0, bias, bn);
