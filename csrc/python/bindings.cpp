@@ -27,6 +27,7 @@
 #include "runtime/host.h"
 #include "runtime/saved_plan.h"
 #include "runtime/cpu/isa.h"
+#include "runtime/cpu/mkl_bf16_gemm.h"
 #include "runtime/cpu/vectorized_exp.h"
 #ifdef FXCPP_HAS_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
@@ -380,6 +381,7 @@ PYBIND11_MODULE(_C, m) {
     d["onednn_isa"] = h.onednn_isa;
     d["native_bf16"] = fxcpp::native_bf16();
     d["aten_isa"] = fxcpp::cpu::isa_name();
+    d["mkl_bf16_gemm"] = fxcpp::cpu::mkl_bf16_gemm_available();  // torch's MKL exports its bf16 GEMM
     return d;
   });
   m.def("has_onednn", [] {

@@ -505,8 +505,9 @@ class FusedKernel : public Kernel {
     const char* v = std::getenv("FXCPP_KERNEL_CHOICE");
     if (!v) return kUndecided;
     const std::string s = v;
-    // "gemv" forces our own kernel too: the matmul kernel's small-M path, where it applies.
-    return s == "onednn" || s == "gemv" ? kOnednn : s == "aten" ? kAten : kUndecided;
+    // "gemv" and "mkl" force our own kernel too: the matmul kernel's small-M path or MKL's
+    // bf16 GEMM, where it applies.
+    return s == "onednn" || s == "gemv" || s == "mkl" ? kOnednn : s == "aten" ? kAten : kUndecided;
   }
 
   // The measurement's scratch results and ATen's temporaries are freed, but glibc keeps the

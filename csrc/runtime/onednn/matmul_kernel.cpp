@@ -12,6 +12,11 @@
 //  - "gemv": M <= kGemvMaxM (batch-1 serving, decoding): our GEMV (runtime/cpu/gemv.h)
 //    streams the weight's [N, K] rows where they lie, then the post-ops run as ATen ops on
 //    the small [M, N] result.
+//  - "mkl:bf16": a bf16 weight where oneDNN has no bf16 matmul and runs its gemm (below
+//    AVX-512): MKL's bf16 GEMM (runtime/cpu/mkl_bf16_gemm.h) reads the bf16 weight and
+//    activations where they lie and accumulates in fp32, at fp32's speed, with no fp32 copy of
+//    the weight held or made; the post-ops then run as ATen ops in place on the fp32 result,
+//    rounded once at the end.
 // Whichever it is, the signature's first call measures it against eager's ATen ops.
 #include <ATen/ops/empty.h>
 
@@ -21,6 +26,7 @@
 #include "runtime/buffer_pool.h"
 #include "runtime/cpu/gemv.h"
 #include "runtime/cpu/isa.h"
+#include "runtime/cpu/mkl_bf16_gemm.h"
 #include "runtime/host.h"
 #include "runtime/onednn/fused_kernel.h"
 #include "runtime/onednn/reference.h"
@@ -86,13 +92,15 @@ int64_t gemv_max_m(bool native_half, bool onednn_packs, int64_t weight_bytes) {
   return native_half ? kGemvMaxMNativeBf16 : kGemvMaxM;
 }
 
-// FXCPP_KERNEL_CHOICE=gemv forces the GEMV wherever its layout allows (any M); =onednn or
-// =aten keep it off.
-enum class GemvPolicy { Auto, Force, Never };
-GemvPolicy gemv_policy() {
+// FXCPP_KERNEL_CHOICE=gemv forces the GEMV wherever its layout allows (any M), =mkl MKL's
+// bf16 GEMM wherever it applies (any M, any host: a bf16 weight, not frozen, no BatchNorm);
+// each keeps the other off, and =onednn or =aten keep both off.
+enum class Policy { Auto, Force, Never };
+Policy policy_for(const char* path) {
   const char* v = std::getenv("FXCPP_KERNEL_CHOICE");
   const std::string s = v ? v : "";
-  return s == "gemv" ? GemvPolicy::Force : (s == "onednn" || s == "aten") ? GemvPolicy::Never : GemvPolicy::Auto;
+  if (s == path) return Policy::Force;
+  return s == "onednn" || s == "aten" || s == "gemv" || s == "mkl" ? Policy::Never : Policy::Auto;
 }
 
 struct MatmulEntry {
@@ -109,7 +117,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
  public:
   // Parameters, buffers and constants keep their values between calls: pack them once.
   explicit MatmulKernel(const Node& n)
-      : FusedKernel(n, long_lived_2d(n.args[1].value)), gemv_policy_(gemv_policy()), gemv_(cpu::select_gemv()) {}
+      : FusedKernel(n, long_lived_2d(n.args[1].value)), gemv_policy_(policy_for("gemv")), mkl_policy_(policy_for("mkl")), gemv_(cpu::select_gemv()) {}
 
  private:
   static bool long_lived_2d(const Value* w) { return long_lived(w) && w->meta && w->meta->dim() == 2; }
@@ -127,6 +135,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
       src = src.reshape({-1, K});
     }
     if (run_gemv(stack, src, w_in, bias, out_shape)) return;
+    if (run_mkl_bf16(stack, src, w_in, bias, out_shape)) return;
     // Without native kernels for the dtype, the primitive runs in fp32 (activations widened
     // here, unless they arrive widened: widen_chains). The model's dtype is the weight's.
     const c10::ScalarType io = w_in.scalar_type(), cdt = compute_dtype(io);
@@ -241,12 +250,12 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
   // Returns false (nothing run) where it does not apply.
   bool run_gemv(Stack& stack, const at::Tensor& src, const at::Tensor& w, const at::Tensor& bias,
                 std::vector<int64_t> out_shape) const {
-    if (gemv_policy_ == GemvPolicy::Never || src.dim() != 2 || w.dim() != 2) return false;
+    if (gemv_policy_ == Policy::Never || src.dim() != 2 || w.dim() != 2) return false;
     const c10::ScalarType io = w.scalar_type();  // the model's dtype; src may arrive widened
     const bool native_half = compute_dtype(io) != at::kFloat;
     if (src.scalar_type() != io && src.scalar_type() != at::kFloat) return false;
     const std::vector<at::Tensor> bn = bn_tensors(stack);
-    if (gemv_policy_ == GemvPolicy::Auto &&
+    if (gemv_policy_ == Policy::Auto &&
         src.size(0) > gemv_max_m(native_half, cache_pack(w, bias, bn), static_cast<int64_t>(w.nbytes())))
       return false;
     const at::Tensor rows = f_.weight_nk || frozen() ? w : w.t();  // frozen: never read (no op on it)
@@ -293,6 +302,51 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
       a.ldy = N;
       gemv_(a);
       if (!f_.post_ops.empty()) y = apply_post_ops(f_, y, stack).contiguous();  // fp32 throughout
+      return to_out_dtype(y);
+    };
+    finish(stack, choose(*e, stack, run_once));
+    return true;
+  }
+
+  // MKL's bf16 GEMM (see the top of the file), where it applies: a 2-d problem with a bf16
+  // weight, no BatchNorm to fold, a weight that stays readable (not Options.freeze), on a host
+  // where oneDNN would run its gemm on a widened weight. Returns false (nothing run) elsewhere.
+  bool run_mkl_bf16(Stack& stack, at::Tensor src, const at::Tensor& w, const at::Tensor& bias,
+                    std::vector<int64_t> out_shape) const {
+    const c10::ScalarType io = w.scalar_type();
+    if (mkl_policy_ == Policy::Never || io != at::kBFloat16 || src.dim() != 2 || w.dim() != 2 || f_.bn_arg >= 0 ||
+        freezing() || !cpu::mkl_bf16_gemm_available())
+      return false;
+    if (mkl_policy_ == Policy::Auto && (compute_dtype(io) != at::kFloat || onednn_has_brgemm_matmul())) return false;
+    if (src.scalar_type() != io && src.scalar_type() != at::kFloat) return false;
+    if (bias.defined() && (bias.dim() > 1 || !bias.is_floating_point())) return false;
+    const at::Tensor b = f_.weight_nk ? w.t() : w;  // the logical [K, N]
+    if (!cpu::mkl_gemm_operand(b)) return false;
+    const int64_t M = src.size(0), N = b.size(1);
+    if (f_.flatten_src) out_shape.back() = N;
+    else out_shape = {M, N};
+
+    std::vector<at::Tensor> shape_of = {src, w, bias};
+    for (const PostOp& p : f_.post_ops)
+      if (p.arg >= 0) shape_of.push_back(stack[p.arg].toTensor());
+    const std::string key = "mkl" + signature(shape_of, false);
+    auto e = entry(
+        key,
+        [&] {
+          auto e = std::make_shared<MatmulEntry>();
+          e->impl = "cblas_gemm_bf16bf16f32";
+          return e;
+        },
+        "mkl:bf16", "bf16 weight read where it lies, fp32 accumulation, no fp32 copy");
+    auto run_once = [&](bool) {
+      // Activations kept fp32 by widen_chains are rounded as eager stores them.
+      at::Tensor a = src.scalar_type() == io ? src : src.to(io);
+      if (!cpu::mkl_gemm_operand(a)) a = a.contiguous();
+      at::Tensor y = pooled_empty(out_shape, at::kFloat);
+      at::Tensor y2 = y.view({M, N});
+      if (bias.defined()) y2.copy_(bias.expand({M, N}));  // accumulated onto (beta = 1), as addmm adds it
+      cpu::mkl_bf16_gemm(a, b, y2, bias.defined() ? 1.f : 0.f);
+      if (!f_.post_ops.empty()) y = apply_post_ops_in_place(f_, y, stack).contiguous();  // fp32 throughout
       return to_out_dtype(y);
     };
     finish(stack, choose(*e, stack, run_once));
@@ -382,7 +436,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     return e;
   }
 
-  const GemvPolicy gemv_policy_;
+  const Policy gemv_policy_, mkl_policy_;
   const cpu::Gemv gemv_;
 };
 

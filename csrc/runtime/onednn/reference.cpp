@@ -1,6 +1,7 @@
 // The fused computation in plain ATen ops. Used for what oneDNN cannot run — an empty
 // dimension (a K = 0 matmul must still give bias + post-ops of zeros), or a primitive it
 // refuses to build — so a fused node never fails where the unfused graph would not.
+#include <ATen/ExpandUtils.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/clamp.h>
 #include <ATen/ops/constant_pad_nd.h>
@@ -15,6 +16,7 @@
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/relu.h>
+#include <ATen/ops/result_type.h>
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/sigmoid.h>
 #include <ATen/ops/silu.h>
@@ -50,6 +52,22 @@ at::Tensor eltwise(const PostOp& p, const at::Tensor& y) {
   throw std::invalid_argument("unknown eltwise post-op " + a);
 }
 
+// eltwise() in place on y, which the caller owns: the same kernels, no allocation.
+void eltwise_(const PostOp& p, at::Tensor& y) {
+  const std::string& a = p.alg;
+  if (a == "relu") p.alpha == 0.f ? at::relu_(y) : at::leaky_relu_(y, p.alpha);
+  else if (a == "gelu_erf") at::gelu_(y, "none");
+  else if (a == "gelu_tanh") at::gelu_(y, "tanh");
+  else if (a == "swish") at::silu_(y);
+  else if (a == "logistic") at::sigmoid_(y);
+  else if (a == "tanh") at::tanh_(y);
+  else if (a == "hardswish") at::hardswish_(y);
+  else if (a == "hardsigmoid") at::hardsigmoid_(y);
+  else if (a == "elu") at::elu_(y, p.alpha);
+  else if (a == "linear") y.mul_(p.alpha).add_(p.beta);
+  else y.copy_(eltwise(p, y));  // clip: its optional bounds as eltwise() builds them
+}
+
 at::Tensor binary(const std::string& a, const at::Tensor& y, const at::Tensor& o) {
   if (a == "add") return at::add(y, o);
   if (a == "sub") return at::sub(y, o);
@@ -78,6 +96,28 @@ at::Tensor apply_post_ops(const FusedOp& f, at::Tensor y, const Stack& s) {
   for (const PostOp& p : f.post_ops)
     y = p.kind == PostOp::Kind::Eltwise ? eltwise(p, y)
                                         : binary(p.kind == PostOp::Kind::Sum ? "add" : p.alg, y, s[p.arg].toTensor());
+  return y;
+}
+
+at::Tensor apply_post_ops_in_place(const FusedOp& f, at::Tensor y, const Stack& s) {
+  for (const PostOp& p : f.post_ops) {
+    if (p.kind == PostOp::Kind::Eltwise) {
+      eltwise_(p, y);
+      continue;
+    }
+    const std::string a = p.kind == PostOp::Kind::Sum ? "add" : p.alg;
+    const at::Tensor& o = s[p.arg].toTensor();
+    // In place only where eager's result has y's shape and dtype; otherwise as eager computes it.
+    if (!y.sizes().equals(at::infer_size_dimvector(y.sizes(), o.sizes())) || at::result_type(y, o) != y.scalar_type()) {
+      y = binary(a, y, o);
+      continue;
+    }
+    if (a == "add") y.add_(o);
+    else if (a == "sub") y.sub_(o);
+    else if (a == "mul") y.mul_(o);
+    else if (a == "div") y.div_(o);
+    else throw std::invalid_argument("unknown binary post-op " + a);
+  }
   return y;
 }
 

@@ -9,5 +9,8 @@ at::Tensor reference_matmul(const FusedOp& f, const Stack& stack);
 at::Tensor reference_conv(const FusedOp& f, const Stack& stack);
 // The node's post-op chain (not its BatchNorm) applied to y with ATen ops, operands from the stack.
 at::Tensor apply_post_ops(const FusedOp& f, at::Tensor y, const Stack& stack);
+// The same, in place on y where eager's result keeps y's shape and dtype (y: a fresh result the
+// caller owns, not yet visible to anything else).
+at::Tensor apply_post_ops_in_place(const FusedOp& f, at::Tensor y, const Stack& stack);
 
 }  // namespace fxcpp::onednn
