@@ -16,6 +16,7 @@
 // Part of interp.h: compiled once per instruction set; the portable build keeps Vectorized::exp().
 #pragma once
 #include <ATen/cpu/vec/vec.h>
+#include <c10/macros/Macros.h>
 
 namespace fxcpp::cpu {
 inline namespace CPU_CAPABILITY {
@@ -23,7 +24,7 @@ inline namespace CPU_CAPABILITY {
 // Sleef's steps between its rounding of x / ln2 and its final u * 2^q, the same in both builds:
 // s = d - q ln2 (ln2 in two parts, Cody-Waite), then 1 + s + s^2 p(s) with p of degree 5.
 // at::vec's fmadd is the one fused instruction under either ISA.
-inline at::vec::Vectorized<float> exp_reduced(const at::vec::Vectorized<float>& d, const at::vec::Vectorized<float>& q) {
+C10_ALWAYS_INLINE at::vec::Vectorized<float> exp_reduced(const at::vec::Vectorized<float>& d, const at::vec::Vectorized<float>& q) {
   using V = at::vec::Vectorized<float>;
   V s = at::vec::fmadd(q, V(-0.693145751953125f), d);
   s = at::vec::fmadd(q, V(-1.428606765330187045e-06f), s);
@@ -39,8 +40,11 @@ inline at::vec::Vectorized<float> exp_reduced(const at::vec::Vectorized<float>& 
 constexpr float kLog2e = 1.442695040888963407359924681001892137f;
 
 // kNonPositive: the caller's x is never above 0 (or NaN), so the upper clamp is dropped (same bits).
+// Always inlined, as are the functions built on it (gelu_erf.h, tanh_exp.h, sigmoid in
+// interp.h): GCC had kept exp_u10<false>, gelu_erf and tanh_exp out of line, and every call
+// from the interpreter's loops spilled and reloaded the ymm registers around it.
 template <bool kNonPositive = false>
-inline at::vec::Vectorized<float> exp_u10(const at::vec::Vectorized<float>& x) {
+C10_ALWAYS_INLINE at::vec::Vectorized<float> exp_u10(const at::vec::Vectorized<float>& x) {
 #if defined(CPU_CAPABILITY_AVX512)
   // Sleef's bounds as a clamp first: exp(-104) rounds to 0 and exp(100) overflows to inf in the
   // same steps, so clamping gives Sleef's 0 below -104 and inf above 100 (infinities included,
@@ -64,6 +68,11 @@ inline at::vec::Vectorized<float> exp_u10(const at::vec::Vectorized<float>& x) {
   const __m256i h = _mm256_srai_epi32(q, 1), bias = _mm256_set1_epi32(0x7f);
   const __m256 p1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h, bias), 23));
   const __m256 p2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(q, h), bias), 23));
+  // Inlined, this product could in principle be fused into a caller's add (-ffp-contract=fast;
+  // tanh_exp's Fast2Sum needs e rounded). GCC 12 fuses none: the inlined build gives the
+  // out-of-line one's bits for exp, tanh, GELU, sigmoid, SiLU and softmax over 6.3M values
+  // (benchmarks/results/inline-exp/), and test_exp_u10/test_tanh_exp check bits and ulps. An
+  // empty asm pinning the product would guarantee it, at 9% on the tanh GELU: not taken.
   return _mm256_mul_ps(_mm256_mul_ps(u, p1), p2);
 #else
   return x.exp();

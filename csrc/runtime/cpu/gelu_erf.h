@@ -31,7 +31,7 @@
 namespace fxcpp::cpu {
 inline namespace CPU_CAPABILITY {
 
-inline at::vec::Vectorized<float> gelu_erf(const at::vec::Vectorized<float>& xv) {
+C10_ALWAYS_INLINE at::vec::Vectorized<float> gelu_erf(const at::vec::Vectorized<float>& xv) {
   using Vec = at::vec::Vectorized<float>;
   // A&S 7.1.26's p and coefficients; r's are halved (exact in binary) so that r(t) is r / 2.
   constexpr float p = 0.3275911f, a5 = 0.5f * 1.061405429f, a4 = 0.5f * -1.453152027f,

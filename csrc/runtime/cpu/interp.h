@@ -364,7 +364,7 @@ inline void ternary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nu
   if (i < n) f(get(sa, a, va, i, n - i), get(sb, b, vb, i, n - i), get(sc, c, vc, i, n - i)).store(d + i, n - i);
 }
 
-inline Vec sigmoid(const Vec& x) { return Vec(1.f) / (Vec(1.f) + exp_u10(x.neg())); }
+C10_ALWAYS_INLINE Vec sigmoid(const Vec& x) { return Vec(1.f) / (Vec(1.f) + exp_u10(x.neg())); }
 
 // torch.erf: eager computes it with Sleef's erf (1.0 ulp) through vml, not with
 // Vectorized::erf(), a faster polynomial (ATen's vectorized GELU kernel's; ours: gelu_erf.h).

@@ -19,7 +19,7 @@
 namespace fxcpp::cpu {
 inline namespace CPU_CAPABILITY {
 
-inline at::vec::Vectorized<float> tanh_exp(const at::vec::Vectorized<float>& xv) {
+C10_ALWAYS_INLINE at::vec::Vectorized<float> tanh_exp(const at::vec::Vectorized<float>& xv) {
   using Vec = at::vec::Vectorized<float>;
   constexpr float c5 = 0.0017425441183149815f, c4 = -0.007667100988328457f, c3 = 0.02145855315029621f,
                   c2 = -0.05389472097158432f, c1 = 0.13332721590995789f, c0 = -0.33333316445350647f;
