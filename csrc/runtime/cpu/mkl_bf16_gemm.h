@@ -1,8 +1,8 @@
 // MKL's bf16 GEMM (cblas_gemm_bf16bf16f32: bf16 A and B, fp32 C), found at run time in the
 // MKL that torch's own library carries. Where oneDNN 3.2 has no bf16 matmul (below AVX-512)
-// it runs bf16 weights at fp32's speed as they lie: no fp32 copy of the weight held or made
-// per call (benchmarks/results/mkl-bf16-gemm/). Absent (a torch built without MKL: aarch64,
-// some source builds), the matmul kernel keeps its oneDNN path.
+// it runs bf16 weights as they lie, converting them while it packs them: no fp32 copy of the
+// weight held or written per call (benchmarks/results/mkl-bf16-gemm/). Absent (a torch built
+// without MKL: aarch64, some source builds), the matmul kernel keeps its oneDNN path.
 #pragma once
 #include <ATen/core/Tensor.h>
 
