@@ -318,7 +318,8 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     if (mkl_policy_ == Policy::Never || io != at::kBFloat16 || src.dim() != 2 || w.dim() != 2 || f_.bn_arg >= 0 ||
         freezing() || !cpu::mkl_bf16_gemm_available())
       return false;
-    if (mkl_policy_ == Policy::Auto && (compute_dtype(io) != at::kFloat || onednn_has_brgemm_matmul())) return false;
+    // Unforced, exactly where oneDNN's path would widen the weight at each call.
+    if (mkl_policy_ == Policy::Auto && !widens_per_call(compute_dtype(io) != io, f_.bn_arg >= 0, freezing())) return false;
     if (src.scalar_type() != io && src.scalar_type() != at::kFloat) return false;
     if (bias.defined() && (bias.dim() > 1 || !bias.is_floating_point())) return false;
     const at::Tensor b = f_.weight_nk ? w.t() : w;  // the logical [K, N]
