@@ -31,43 +31,53 @@
 namespace fxcpp::cpu {
 inline namespace CPU_CAPABILITY {
 
-C10_ALWAYS_INLINE at::vec::Vectorized<float> gelu_erf(const at::vec::Vectorized<float>& xv) {
+// x <= 0 ? if_le : otherwise, x's NaN taking otherwise.
+C10_ALWAYS_INLINE at::vec::Vectorized<float> select_nonpositive(const at::vec::Vectorized<float>& x,
+                                                                const at::vec::Vectorized<float>& if_le,
+                                                                const at::vec::Vectorized<float>& otherwise) {
   using Vec = at::vec::Vectorized<float>;
+#if defined(CPU_CAPABILITY_AVX512)
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LE_OQ), otherwise, if_le);
+#else
+  return Vec::blendv(otherwise, if_le, x <= Vec(0.f));
+#endif
+}
+C10_ALWAYS_INLINE VecPair select_nonpositive(const VecPair& x, const VecPair& if_le, const VecPair& otherwise) {
+  return {select_nonpositive(x.a, if_le.a, otherwise.a), select_nonpositive(x.b, if_le.b, otherwise.b)};
+}
+
+// min(x, FLT_MAX), a NaN x giving FLT_MAX (vminps returns its second operand for NaN).
+C10_ALWAYS_INLINE at::vec::Vectorized<float> at_most_flt_max(const at::vec::Vectorized<float>& x) {
+#if defined(CPU_CAPABILITY_AVX512)
+  return _mm512_min_ps(x, _mm512_set1_ps(FLT_MAX));
+#elif defined(CPU_CAPABILITY_AVX2)
+  return _mm256_min_ps(x, _mm256_set1_ps(FLT_MAX));  // one instruction, as AVX-512's
+#else
+  return at::vec::minimum(x, at::vec::Vectorized<float>(FLT_MAX));
+#endif
+}
+C10_ALWAYS_INLINE VecPair at_most_flt_max(const VecPair& x) { return {at_most_flt_max(x.a), at_most_flt_max(x.b)}; }
+
+// W: one vector, or a VecPair computed in lockstep (vec_pair.h); the same bits either way.
+template <typename W>
+C10_ALWAYS_INLINE W gelu_erf(const W& x) {
   // A&S 7.1.26's p and coefficients; r's are halved (exact in binary) so that r(t) is r / 2.
   constexpr float p = 0.3275911f, a5 = 0.5f * 1.061405429f, a4 = 0.5f * -1.453152027f,
                   a3 = 0.5f * 1.421413741f, a2 = 0.5f * -0.284496736f, a1 = 0.5f * 0.254829592f;
   constexpr float kSqrtHalf = 0.70710678118654752440f;
-#if defined(CPU_CAPABILITY_AVX512)
-  const __m512 x = xv, z = _mm512_mul_ps(x, _mm512_set1_ps(kSqrtHalf));
-  const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.f), _mm512_fmadd_ps(_mm512_set1_ps(p), _mm512_abs_ps(z), _mm512_set1_ps(1.f)));
-  __m512 r = _mm512_fmadd_ps(_mm512_set1_ps(a5), t, _mm512_set1_ps(a4));
-  r = _mm512_fmadd_ps(r, t, _mm512_set1_ps(a3));
-  r = _mm512_fmadd_ps(r, t, _mm512_set1_ps(a2));
-  r = _mm512_fmadd_ps(r, t, _mm512_set1_ps(a1));
-  const __m512 e = exp_u10<true>(Vec(_mm512_fnmadd_ps(z, z, _mm512_setzero_ps())));
-  const __m512 h = _mm512_mul_ps(_mm512_mul_ps(t, r), e);
-  // x <= 0, not x < 0: -0 must give x h = -0, as eager's GELU does (x - x h gives +0).
-  const __mmask16 nonpositive = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LE_OQ);
-  const __m512 finite_x = _mm512_min_ps(x, _mm512_set1_ps(FLT_MAX));  // NaN gives FLT_MAX: h is NaN then
-  return _mm512_mask_blend_ps(nonpositive, _mm512_fnmadd_ps(finite_x, h, x), _mm512_mul_ps(x, h));
-#else
-  const Vec z = xv * Vec(kSqrtHalf);
-  const Vec t = Vec(1.f) / at::vec::fmadd(Vec(p), z.abs(), Vec(1.f));
-  Vec r = at::vec::fmadd(Vec(a5), t, Vec(a4));
-  r = at::vec::fmadd(r, t, Vec(a3));
-  r = at::vec::fmadd(r, t, Vec(a2));
-  r = at::vec::fmadd(r, t, Vec(a1));
-  // -(z z) rounds as z z does, so fmadd(-z, z, 0) is the AVX-512 branch's fnmadd.
-  const Vec e = exp_u10(at::vec::fmadd(z.neg(), z, Vec(0.f)));
-  const Vec h = t * r * e;
-  // x - x h rounded once, as AVX-512's fnmadd: fmadd(-x, h, x), x at most FLT_MAX in the product.
-#if defined(CPU_CAPABILITY_AVX2)
-  const Vec finite_x = _mm256_min_ps(xv, _mm256_set1_ps(FLT_MAX));  // one instruction, as AVX-512's
-#else
-  const Vec finite_x = at::vec::minimum(xv, Vec(FLT_MAX));
-#endif
-  return Vec::blendv(at::vec::fmadd(finite_x.neg(), h, xv), xv * h, xv <= Vec(0.f));
-#endif
+  const W z = x * W(kSqrtHalf);
+  const W t = W(1.f) / fmadd(W(p), z.abs(), W(1.f));
+  W r = fmadd(W(a5), t, W(a4));
+  r = fmadd(r, t, W(a3));
+  r = fmadd(r, t, W(a2));
+  r = fmadd(r, t, W(a1));
+  // -(z z) rounds as z z does, so fmadd(-z, z, 0) is an fnmadd; -z^2 <= 0: exp's upper clamp dropped.
+  const W e = exp_u10<true>(fmadd(z.neg(), z, W(0.f)));
+  const W h = t * r * e;
+  // x - x h rounded once (an fnmadd), x at most FLT_MAX in the product (NaN gives FLT_MAX: h is
+  // NaN then). x <= 0, not x < 0: -0 must give x h = -0, as eager's GELU does (x - x h gives +0).
+  const W finite_x = at_most_flt_max(x);
+  return select_nonpositive(x, x * h, fmadd(finite_x.neg(), h, x));
 }
 
 }  // namespace CPU_CAPABILITY

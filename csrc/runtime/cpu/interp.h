@@ -118,18 +118,26 @@ inline void store_one(c10::ScalarType t, char* p, float v) {
 // An op that spends long per element (a transcendental), marked by its type so that the row
 // interpreters pace the next block's or row's prefetch in its loops (NextRows) and the cheap
 // ops' loops stay as they were (a check per vector there cost a residual LayerNorm 10-30%).
-template <typename F>
+// kPair: f also takes VecPair operands (vec_pair.h), and the loops hand it two vectors at a time,
+// computed in lockstep.
+template <typename F, bool kPair = false>
 struct Paced {
   F f;
   template <typename... A>
-  Vec operator()(const A&... a) const { return f(a...); }
+  auto operator()(const A&... a) const { return f(a...); }
 };
 template <typename F>
 Paced<F> paced(F f) { return {f}; }
 template <typename F>
-constexpr bool kPaced = false;
+Paced<F, true> paced_pair(F f) { return {f}; }
 template <typename F>
-constexpr bool kPaced<Paced<F>> = true;
+constexpr bool kPaced = false;
+template <typename F, bool P>
+constexpr bool kPaced<Paced<F, P>> = true;
+template <typename F>
+constexpr bool kPairs = false;
+template <typename F>
+constexpr bool kPairs<Paced<F, true>> = true;
 
 // The ops eval_op marks paced, by opcode (for counting them in a program).
 inline bool spends_long(POp op) {
@@ -320,6 +328,14 @@ inline void unary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = null
   const float* a = R.ptr[I.a];
   float* d = dest(R, I, direct);
   int64_t i = 0;
+  if constexpr (kPairs<F>) {
+    for (; i + 2 * V <= n; i += 2 * V) {
+      if (next) next->step(), next->step();
+      const VecPair r = f(VecPair(Vec::loadu(a + i), Vec::loadu(a + i + V)));
+      put(d + i, r.a, stream);
+      put(d + i + V, r.b, stream);
+    }
+  }
   for (; i + V <= n; i += V) {
     if constexpr (kPaced<F>) if (next) next->step();
     put(d + i, f(Vec::loadu(a + i)), stream);
@@ -331,6 +347,16 @@ template <bool SA, bool SB, typename F>
 inline void binary_loop(const float* a, Vec va, const float* b, Vec vb, float* d, int64_t n, F f, bool stream,
                         NextRows* next) {
   int64_t i = 0;
+  if constexpr (kPairs<F>) {
+    for (; i + 2 * V <= n; i += 2 * V) {
+      if (next) next->step(), next->step();
+      const VecPair x = SA ? VecPair(va, va) : VecPair(Vec::loadu(a + i), Vec::loadu(a + i + V));
+      const VecPair y = SB ? VecPair(vb, vb) : VecPair(Vec::loadu(b + i), Vec::loadu(b + i + V));
+      const VecPair r = f(x, y);
+      put(d + i, r.a, stream);
+      put(d + i + V, r.b, stream);
+    }
+  }
   for (; i + V <= n; i += V) {
     if constexpr (kPaced<F>) if (next) next->step();
     put(d + i, f(SA ? va : Vec::loadu(a + i), SB ? vb : Vec::loadu(b + i)), stream);
@@ -364,7 +390,8 @@ inline void ternary(Regs& R, const PInstr& I, int64_t n, F f, float* direct = nu
   if (i < n) f(get(sa, a, va, i, n - i), get(sb, b, vb, i, n - i), get(sc, c, vc, i, n - i)).store(d + i, n - i);
 }
 
-C10_ALWAYS_INLINE Vec sigmoid(const Vec& x) { return Vec(1.f) / (Vec(1.f) + exp_u10(x.neg())); }
+template <typename W>
+C10_ALWAYS_INLINE W sigmoid(const W& x) { return W(1.f) / (W(1.f) + exp_u10(x.neg())); }
 
 // torch.erf: eager computes it with Sleef's erf (1.0 ulp) through vml, not with
 // Vectorized::erf(), a faster polynomial (ATen's vectorized GELU kernel's; ours: gelu_erf.h).
@@ -388,7 +415,7 @@ template <bool kSq>
 inline void reduce_with_prologue(Regs& R, const PInstr& I, int64_t n, NextRows* next) {
   const int r = I.dst;
   constexpr bool sq = kSq;
-  auto term = [](const Vec& a, const Vec& b) { return sq ? (a - b) * (a - b) : exp_u10(a - b); };
+  auto term = [](const auto& a, const auto& b) { return sq ? (a - b) * (a - b) : exp_u10(a - b); };  // Vec or VecPair
   if (R.splat[I.a] && R.splat[I.b]) {
     R.sacc[r] += lane0(term(Vec(R.s[I.a]), Vec(R.s[I.b]))) * static_cast<float>(n);
     return;
@@ -398,8 +425,9 @@ inline void reduce_with_prologue(Regs& R, const PInstr& I, int64_t n, NextRows* 
   int64_t i = 0;
   for (; i + 2 * V <= n; i += 2 * V) {
     if constexpr (!sq) if (next) next->step(), next->step();
-    acc0 = acc0 + term(get(I.a, i, V), get(I.b, i, V));
-    acc1 = acc1 + term(get(I.a, i + V, V), get(I.b, i + V, V));
+    const VecPair t = term(VecPair(get(I.a, i, V), get(I.a, i + V, V)), VecPair(get(I.b, i, V), get(I.b, i + V, V)));
+    acc0 = acc0 + t.a;
+    acc1 = acc1 + t.b;
   }
   for (; i + V <= n; i += V) acc0 = acc0 + term(get(I.a, i, V), get(I.b, i, V));
   R.acc[r] = acc0 + acc1;
@@ -489,7 +517,7 @@ inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
   switch (I.op) {
     case P::Neg: return un(I, [](Vec x) { return x.neg(); });
     case P::Abs: return un(I, [](Vec x) { return x.abs(); });
-    case P::Exp: return un(I, paced([](Vec x) { return exp_u10(x); }));
+    case P::Exp: return un(I, paced_pair([](auto x) { return exp_u10(x); }));
     case P::Expm1: return un(I, paced([](Vec x) { return x.expm1(); }));
     case P::Log: return un(I, paced([](Vec x) { return x.log(); }));
     case P::Log1p: return un(I, paced([](Vec x) { return x.log1p(); }));
@@ -498,17 +526,19 @@ inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
     case P::Recip: return un(I, [](Vec x) { return x.reciprocal(); });
     case P::Sin: return un(I, paced([](Vec x) { return x.sin(); }));
     case P::Cos: return un(I, paced([](Vec x) { return x.cos(); }));
-    case P::Tanh: return un(I, paced([](Vec x) { return tanh_exp(x); }));
-    case P::Sigmoid: return un(I, paced([](Vec x) { return sigmoid(x); }));
+    case P::Tanh: return un(I, paced_pair([](auto x) { return tanh_exp(x); }));
+    case P::Sigmoid: return un(I, paced_pair([](auto x) { return sigmoid(x); }));
     case P::Erf: return un(I, paced([](Vec x) { return erf_u10(x); }));
     case P::Relu: return un(I, [](Vec x) { return at::vec::clamp_min(x, Vec(0.f)); });  // max(0, x): NaN kept
-    case P::GeluErf: return un(I, paced([](Vec x) { return gelu_erf(x); }));
+    case P::GeluErf: return un(I, paced_pair([](auto x) { return gelu_erf(x); }));
     case P::GeluTanh:
-      return un(I, paced([](Vec x) {
-        const Vec inner = Vec(static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5)) * (x + Vec(0.044715f) * x * x * x);
-        return Vec(0.5f) * x * (Vec(1.f) + tanh_exp(inner));
+      return un(I, paced_pair([](auto x) {
+        using W = decltype(x);
+        const W inner = W(static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5)) * (x + W(0.044715f) * x * x * x);
+        return W(0.5f) * x * (W(1.f) + tanh_exp(inner));
       }));
-    case P::Silu: return un(I, paced([](Vec x) { return x / (Vec(1.f) + exp_u10(x.neg())); }));
+    case P::Silu:
+      return un(I, paced_pair([](auto x) { return x / (decltype(x)(1.f) + exp_u10(x.neg())); }));
     case P::Hardswish:
       return un(I, [](Vec x) { return x * at::vec::minimum(at::vec::maximum(x + Vec(3.f), Vec(0.f)), Vec(6.f)) / Vec(6.f); });
     case P::Hardsigmoid:
@@ -549,7 +579,7 @@ inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
     case P::MulAdd: return ter(I, [](Vec a, Vec b, Vec c) { return at::vec::fmadd(a, b, c); });
     case P::SubMul: return ter(I, [](Vec a, Vec b, Vec c) { return (a - b) * c; });
     case P::MulMul: return ter(I, [](Vec a, Vec b, Vec c) { return (a * b) * c; });
-    case P::ExpSub: return bin(I, paced([](Vec a, Vec b) { return exp_u10(a - b); }));
+    case P::ExpSub: return bin(I, paced_pair([](auto a, auto b) { return exp_u10(a - b); }));
     default: return;  // loads, stores and reductions are each interpreter's own
   }
 }

@@ -90,9 +90,17 @@ struct PDest {
   bool stream = false;  // streaming stores (an output larger than the last-level cache)
 };
 
-template <int N, typename F>
-inline Vec call_with(F& f, const std::array<Vec, N>& v) {
+template <int N, typename F, typename W>
+inline W call_with(F& f, const std::array<W, N>& v) {
   return std::apply(f, v);
+}
+
+// Operands k of row j at i and i + V, as one VecPair each (for ops computed in lockstep: kPairs).
+template <int N>
+inline std::array<VecPair, N> pair_operands(const std::array<RowOperand, N>& o, int64_t i) {
+  std::array<VecPair, N> w;
+  for (int k = 0; k < N; ++k) w[k] = VecPair(get(o[k], i, V), get(o[k], i + V, V));
+  return w;
 }
 
 // Where dst's rows go: straight into an output, else dst's buffer, or the spare where writing
@@ -140,6 +148,14 @@ inline void apply(PRegs& R, int dst, const std::array<int, N>& ops, const PBlock
     float* dj = d + j * dstride;
     int64_t i = 0;
     std::array<Vec, N> v;
+    if constexpr (kPairs<F>) {
+      for (; i + 2 * V <= B.L; i += 2 * V) {
+        B.next.step(), B.next.step();
+        const VecPair r = call_with<N>(f, pair_operands<N>(o, i));
+        put(dj + i, r.a, direct.stream);
+        put(dj + i + V, r.b, direct.stream);
+      }
+    }
     for (; i + V <= B.L; i += V) {
       if constexpr (kPaced<F>) B.next.step();
       for (int k = 0; k < N; ++k) v[k] = get(o[k], i, V);
@@ -182,10 +198,16 @@ inline bool apply_reduce(PRegs& R, const PInstr& I, const PInstr& J, const std::
       int64_t i = 0;
       for (; i + 2 * V <= B.L; i += 2 * V) {
         if constexpr (kPaced<F>) B.next.step(), B.next.step();
-        for (int k = 0; k < N; ++k) v[k] = get(o[k], i, V);
-        const Vec r0 = call(v);
-        for (int k = 0; k < N; ++k) v[k] = get(o[k], i + V, V);
-        const Vec r1 = call(v);
+        Vec r0, r1;
+        if constexpr (kPairs<F>) {
+          const VecPair r = call_with<N>(f, pair_operands<N>(o, i));
+          r0 = r.a, r1 = r.b;
+        } else {
+          for (int k = 0; k < N; ++k) v[k] = get(o[k], i, V);
+          r0 = call(v);
+          for (int k = 0; k < N; ++k) v[k] = get(o[k], i + V, V);
+          r1 = call(v);
+        }
         if (keep) {
           put(dj + i, r0, direct.stream);
           put(dj + i + V, r1, direct.stream);
@@ -237,7 +259,7 @@ inline bool fused_with_reduction(PRegs& R, const PInstr& I, const PInstr& J, con
     case POp::Sub: return apply_reduce<2>(R, I, J, {I.a, I.b}, B, [](Vec a, Vec b) { return a - b; }, direct);
     case POp::Mul: return apply_reduce<2>(R, I, J, {I.a, I.b}, B, [](Vec a, Vec b) { return a * b; }, direct);
     case POp::ExpSub:
-      return apply_reduce<2>(R, I, J, {I.a, I.b}, B, paced([](Vec a, Vec b) { return exp_u10(a - b); }), direct);
+      return apply_reduce<2>(R, I, J, {I.a, I.b}, B, paced_pair([](auto a, auto b) { return exp_u10(a - b); }), direct);
     case POp::MulAdd:
       return apply_reduce<3>(R, I, J, {I.a, I.b, I.c}, B,
                              [](Vec a, Vec b, Vec c) { return at::vec::fmadd(a, b, c); }, direct);
@@ -347,7 +369,7 @@ template <bool kSq>
 inline void preduce_with_prologue(PRegs& R, const PInstr& I, const PBlock& B) {
   const PReg xa = R.r[I.a], xb = R.r[I.b];
   constexpr bool sq = kSq;
-  auto term = [](const Vec& a, const Vec& b) { return sq ? (a - b) * (a - b) : exp_u10(a - b); };
+  auto term = [](const auto& a, const auto& b) { return sq ? (a - b) * (a - b) : exp_u10(a - b); };  // Vec or VecPair
   float* d = R.own(I.dst);
   for (int64_t j = 0; j < B.m; ++j) {
     const RowOperand a = operand(xa, j), b = operand(xb, j);
@@ -359,8 +381,9 @@ inline void preduce_with_prologue(PRegs& R, const PInstr& I, const PBlock& B) {
     int64_t i = 0;
     for (; i + 2 * V <= B.L; i += 2 * V) {
       if constexpr (!sq) B.next.step(), B.next.step();
-      s0 = s0 + term(get(a, i, V), get(b, i, V));
-      s1 = s1 + term(get(a, i + V, V), get(b, i + V, V));
+      const VecPair t = term(VecPair(get(a, i, V), get(a, i + V, V)), VecPair(get(b, i, V), get(b, i + V, V)));
+      s0 = s0 + t.a;
+      s1 = s1 + t.b;
     }
     for (; i + V <= B.L; i += V) s0 = s0 + term(get(a, i, V), get(b, i, V));
     float tail = 0.f;

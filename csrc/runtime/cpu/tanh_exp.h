@@ -19,46 +19,34 @@
 namespace fxcpp::cpu {
 inline namespace CPU_CAPABILITY {
 
-C10_ALWAYS_INLINE at::vec::Vectorized<float> tanh_exp(const at::vec::Vectorized<float>& xv) {
-  using Vec = at::vec::Vectorized<float>;
+// W: one vector, or a VecPair computed in lockstep (vec_pair.h); the same bits either way.
+template <typename W>
+C10_ALWAYS_INLINE W tanh_exp(const W& xv) {
   constexpr float c5 = 0.0017425441183149815f, c4 = -0.007667100988328457f, c3 = 0.02145855315029621f,
                   c2 = -0.05389472097158432f, c1 = 0.13332721590995789f, c0 = -0.33333316445350647f;
   constexpr float kPolyBelow = 0.75f, kMaxTwoA = 20.f;
-  const Vec a = xv.abs(), a2 = a * a;
-  Vec p = at::vec::fmadd(Vec(c5), a2, Vec(c4));
-  p = at::vec::fmadd(p, a2, Vec(c3));
-  p = at::vec::fmadd(p, a2, Vec(c2));
-  p = at::vec::fmadd(p, a2, Vec(c1));
-  p = at::vec::fmadd(p, a2, Vec(c0));
-  const Vec small = at::vec::fmadd(a * a2, p, a);
-  // vminps returns its second operand when either is NaN: with 2|x| second a NaN stays NaN, in one
-  // instruction where at::vec::minimum spends three to propagate it.
-#if defined(CPU_CAPABILITY_AVX512)
-  const Vec two_a = _mm512_min_ps(_mm512_set1_ps(kMaxTwoA), __m512(a + a));
-#elif defined(CPU_CAPABILITY_AVX2)
-  const Vec two_a = _mm256_min_ps(_mm256_set1_ps(kMaxTwoA), __m256(a + a));
-#else
-  const Vec two_a = Vec::blendv(a + a, Vec(kMaxTwoA), (a + a) > Vec(kMaxTwoA));
-#endif
+  const W a = xv.abs(), a2 = a * a;
+  W p = fmadd(W(c5), a2, W(c4));
+  p = fmadd(p, a2, W(c3));
+  p = fmadd(p, a2, W(c2));
+  p = fmadd(p, a2, W(c1));
+  p = fmadd(p, a2, W(c0));
+  const W small = fmadd(a * a2, p, a);
+  // 2|x| second in vminps: a NaN stays NaN (vec_pair.h's min_keep_nan).
+  const W two_a = min_keep_nan(kMaxTwoA, a + a);
   // (e - 1) / (e + 1), with the rounding errors of e - 1, e + 1 and the division taken back before the one
   // rounding of the quotient: e >= 4.4 here, so e - 1 = num - num_err and e + 1 = d + d_err
   // exactly (Fast2Sum), and num - t0 d is exact in an fma; the correction's 2^-12..2^-14 relative error
   // (an approximate 1/d) is far below an ulp. What is left is exp's own error (x 0.3 here) and the
   // final rounding. 1 - 2 / (e + 1) without it reached 1.05 ulp above the switch.
-  const Vec e = exp_u10(two_a), num = e - Vec(1.f), d = e + Vec(1.f);
-  const Vec num_err = (e - num) - Vec(1.f), d_err = (e - d) + Vec(1.f);
-  const Vec t0 = num / d;
-  const Vec residual = at::vec::fmadd(t0.neg(), d_err, at::vec::fmadd(t0.neg(), d, num)) + num_err;
-#if defined(CPU_CAPABILITY_AVX512)
-  const Vec inv_d = _mm512_rcp14_ps(__m512(d));
-#elif defined(CPU_CAPABILITY_AVX2)
-  const Vec inv_d = _mm256_rcp_ps(__m256(d));
-#else
-  const Vec inv_d = d.reciprocal();
-#endif
-  const Vec big = at::vec::fmadd(residual, inv_d, t0);
-  const Vec t = Vec::blendv(big, small, a < Vec(kPolyBelow));  // NaN: big, which is NaN
-  return t | (xv & Vec(-0.f));                                   // x's sign bit
+  const W e = exp_u10(two_a), num = e - W(1.f), d = e + W(1.f);
+  const W num_err = (e - num) - W(1.f), d_err = (e - d) + W(1.f);
+  const W t0 = num / d;
+  const W residual = fmadd(t0.neg(), d_err, fmadd(t0.neg(), d, num)) + num_err;
+  const W inv_d = reciprocal_approx(d);
+  const W big = fmadd(residual, inv_d, t0);
+  const W t = W::blendv(big, small, a < W(kPolyBelow));  // NaN: big, which is NaN
+  return t | (xv & W(-0.f));                               // x's sign bit
 }
 
 }  // namespace CPU_CAPABILITY
