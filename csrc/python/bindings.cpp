@@ -338,6 +338,7 @@ PYBIND11_MODULE(_C, m) {
     d["streamed"] = fxcpp::cpu::streamed_outputs();
     d["fused_reductions"] = fxcpp::cpu::fused_reductions();
     d["fused_affine_tails"] = fxcpp::cpu::fused_tails();
+    d["bf16_direct"] = fxcpp::cpu::bf16_direct();
     d["column_calls"] = fxcpp::cpu::column_calls();
     const auto pool = fxcpp::buffer_pool_stats();
     d["pool_hits"] = pool.hits;

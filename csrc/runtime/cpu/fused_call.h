@@ -58,6 +58,9 @@ int64_t fused_reductions();
 // LayerNorm affine tails run as one pass (interp_rows.h, fused_affine_tail), for tests.
 void count_fused_tails(int64_t n);
 int64_t fused_tails();
+// Blocks whose result was rounded straight into a bf16 output (interp.h's put_bf16), for tests.
+void count_bf16_direct(int64_t n);
+int64_t bf16_direct();
 // Calls run by columns (interp_columns.h: rows side by side in memory), for tests.
 void count_column_call();
 int64_t column_calls();

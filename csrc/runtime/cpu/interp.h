@@ -17,10 +17,12 @@
 #include <c10/util/Half.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <memory>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -76,6 +78,24 @@ inline void put16(T* p, const at::vec::Vectorized<T>& v, bool stream) {
   if (stream && (reinterpret_cast<uintptr_t>(p) & 31) == 0) return _mm256_stream_si256(reinterpret_cast<__m256i*>(p), __m256i(v));
 #endif
   v.store(p);
+}
+
+// n values of a result rounded to bf16 straight into an output, two vectors per store as a
+// bf16 Store's (the same rounding: round to nearest even, NaN kept), so that its fp32 values are
+// not written to a register and read back. `at(i, cnt)` computes the values at i, `pair(i)`
+// those at i and i + V.
+template <typename One, typename Two>
+inline void put_bf16(c10::BFloat16* d, int64_t n, bool stream, One at, Two pair) {
+  int64_t i = 0;
+  for (; i + 2 * V <= n; i += 2 * V) {
+    const VecPair r = pair(i);
+    put16(d + i, at::vec::convert_float_bfloat16(r.a, r.b), stream);
+  }
+  for (; i < n; i += V) {
+    const int64_t cnt = std::min<int64_t>(V, n - i);
+    const Vec r = at(i, cnt);
+    at::vec::convert_float_bfloat16(r, r).store(d + i, cnt);
+  }
 }
 
 inline void end_streams() {
@@ -202,6 +222,7 @@ struct Regs {
   std::vector<Vec> acc;             // reduction accumulators (vector part)
   std::vector<float> sacc;          // and their scalar part (tails, splat operands)
   int64_t cap = kBlock;             // values per register
+  int64_t to_bf16 = 0;              // blocks a result was rounded straight into a bf16 output, counted per task
   void reset(int n, int64_t per_reg = kBlock) {
     cap = per_reg;
     buf.resize(static_cast<size_t>(n) * cap);
@@ -319,6 +340,44 @@ inline float* dest(Regs& R, const PInstr& I, float* direct) {
   R.splat[I.dst] = 0;
   R.ptr[I.dst] = direct;
   return direct;
+}
+
+// An elementwise op whose result is a bf16 output, contiguous along the block, that nothing else
+// reads (I.out): rounded straight into it (put_bf16); its Store then finds it written. False
+// where every operand is a splat (the result is one; the Store writes it).
+template <int N, typename F>
+inline bool elementwise_to_bf16(Regs& R, const PInstr& I, const std::array<int, N>& ops, int64_t n, F f,
+                                c10::BFloat16* d, bool stream, NextRows* next) {
+  std::array<const float*, N> p;
+  std::array<Vec, N> s;
+  bool all_splat = true;
+  for (int k = 0; k < N; ++k) {
+    p[k] = R.splat[ops[k]] ? nullptr : R.ptr[ops[k]];
+    s[k] = Vec(R.s[ops[k]]);
+    all_splat &= p[k] == nullptr;
+  }
+  if (all_splat) return false;
+  auto get = [&](int k, int64_t i, int64_t cnt) { return p[k] ? Vec::loadu(p[k] + i, cnt) : s[k]; };
+  auto at = [&](int64_t i, int64_t cnt) {
+    std::array<Vec, N> v;
+    for (int k = 0; k < N; ++k) v[k] = get(k, i, cnt);
+    return std::apply(f, v);
+  };
+  auto pair = [&](int64_t i) {
+    if constexpr (kPaced<F>) if (next) next->step(), next->step();
+    if constexpr (kPairs<F>) {
+      std::array<VecPair, N> w;
+      for (int k = 0; k < N; ++k) w[k] = VecPair(get(k, i, V), get(k, i + V, V));
+      return std::apply(f, w);
+    } else {
+      return VecPair(at(i, V), at(i + V, V));
+    }
+  };
+  put_bf16(d, n, stream, at, pair);
+  ++R.to_bf16;
+  R.splat[I.dst] = 0;
+  R.ptr[I.dst] = reinterpret_cast<const float*>(d);
+  return true;
 }
 
 template <typename F>
@@ -593,10 +652,26 @@ inline void run_block(const std::vector<PInstr>& code, const FusedCall& c, Regs&
     return reinterpret_cast<float*>(B.out[I.out]);
   };
   auto streams = [&](const PInstr& I) { return I.out >= 0 && c.stream[I.out] && direct(I); };
+  // A bf16 one likewise, rounded as it is written (elementwise_to_bf16).
+  auto direct16 = [&](const PInstr& I) -> c10::BFloat16* {
+    if (I.out < 0 || B.out_stride[I.out] != 1 || c.out[I.out].dtype != c10::kBFloat16 || c.in_place[I.out]) return nullptr;
+    return reinterpret_cast<c10::BFloat16*>(B.out[I.out]);
+  };
   NextRows* feed = B.next.at ? &B.next : nullptr;  // null where nothing is fetched: a register, not a load per vector
-  auto un = [&](const PInstr& I, auto f) { unary(R, I, n, f, direct(I), streams(I), feed); };
-  auto bin = [&](const PInstr& I, auto f) { binary(R, I, n, f, direct(I), streams(I), feed); };
-  auto ter = [&](const PInstr& I, auto f) { ternary(R, I, n, f, direct(I), streams(I)); };
+  auto to16 = [&](const PInstr& I, auto f, auto ops) {
+    c10::BFloat16* d = direct16(I);
+    return d && elementwise_to_bf16<static_cast<int>(std::tuple_size_v<decltype(ops)>)>(R, I, ops, n, f, d,
+                                                                                         c.stream[I.out] != 0, feed);
+  };
+  auto un = [&](const PInstr& I, auto f) {
+    if (!to16(I, f, std::array<int, 1>{I.a})) unary(R, I, n, f, direct(I), streams(I), feed);
+  };
+  auto bin = [&](const PInstr& I, auto f) {
+    if (!to16(I, f, std::array<int, 2>{I.a, I.b})) binary(R, I, n, f, direct(I), streams(I), feed);
+  };
+  auto ter = [&](const PInstr& I, auto f) {
+    if (!to16(I, f, std::array<int, 3>{I.a, I.b, I.c})) ternary(R, I, n, f, direct(I), streams(I));
+  };
   for (const PInstr& I : code) {
     switch (I.op) {
       case P::Load: load(R, I.dst, c.in[I.a].dtype, B.in[I.a], B.in_stride[I.a], n); break;
@@ -684,6 +759,7 @@ inline void run_pointwise(const FusedCall& c) {
       run_block(p.phases[0], c, R, B);
     }
     end_streams();
+    if (R.to_bf16) count_bf16_direct(std::exchange(R.to_bf16, 0));
   });
 }
 
@@ -747,6 +823,7 @@ inline void run_rows(const FusedCall& c) {
       }
     }
     end_streams();
+    if (R.to_bf16) count_bf16_direct(std::exchange(R.to_bf16, 0));
   });
 }
 
