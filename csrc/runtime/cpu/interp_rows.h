@@ -90,10 +90,9 @@ struct PDest {
   int64_t stride = 0;
   bool stream = false;  // streaming stores (an output larger than the last-level cache)
   // A bf16 output instead (ptr null): rounded as pstore rounds it, without the fp32 rows being
-  // written to the block and read back (a fifth of a bf16 LayerNorm+GELU+residual's extra time over fp32).
+  // written to the block and read back (the bf16 probe 0.94x: benchmarks/results/bf16-direct-stores/).
   c10::BFloat16* bf16 = nullptr;
 };
-
 
 template <int N, typename F, typename W>
 inline W call_with(F& f, const std::array<W, N>& v) {
