@@ -646,16 +646,18 @@ inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
 inline void run_block(const std::vector<PInstr>& code, const FusedCall& c, Regs& R, const Block& B) {
   const int64_t n = B.n;
   using P = POp;
-  // An fp32 output contiguous along the block is written in place by the instruction computing it.
+  // An output that is one instruction's result alone (I.out), contiguous along the block and not
+  // a dying input's buffer, is written by that instruction: in place where fp32, rounded as it
+  // is written where bf16 (elementwise_to_bf16).
+  auto writable = [&](const PInstr& I, c10::ScalarType t) {
+    return I.out >= 0 && B.out_stride[I.out] == 1 && c.out[I.out].dtype == t && !c.in_place[I.out];
+  };
   auto direct = [&](const PInstr& I) -> float* {
-    if (I.out < 0 || B.out_stride[I.out] != 1 || c.out[I.out].dtype != c10::kFloat || c.in_place[I.out]) return nullptr;
-    return reinterpret_cast<float*>(B.out[I.out]);
+    return writable(I, c10::kFloat) ? reinterpret_cast<float*>(B.out[I.out]) : nullptr;
   };
   auto streams = [&](const PInstr& I) { return I.out >= 0 && c.stream[I.out] && direct(I); };
-  // A bf16 one likewise, rounded as it is written (elementwise_to_bf16).
   auto direct16 = [&](const PInstr& I) -> c10::BFloat16* {
-    if (I.out < 0 || B.out_stride[I.out] != 1 || c.out[I.out].dtype != c10::kBFloat16 || c.in_place[I.out]) return nullptr;
-    return reinterpret_cast<c10::BFloat16*>(B.out[I.out]);
+    return writable(I, c10::kBFloat16) ? reinterpret_cast<c10::BFloat16*>(B.out[I.out]) : nullptr;
   };
   NextRows* feed = B.next.at ? &B.next : nullptr;  // null where nothing is fetched: a register, not a load per vector
   auto to16 = [&](const PInstr& I, auto f, auto ops) {

@@ -522,7 +522,10 @@ inline void run_packed_block(const std::vector<PInstr>& code, const int* partner
     if (c.out[I.out].dtype != c10::kFloat) return {};
     return PDest{reinterpret_cast<float*>(B.out[I.out]), B.out_row[I.out], c.stream[I.out] != 0};
   };
-  auto direct_fp32 = [&](const PInstr& I) { return direct(I).bf16 ? PDest{} : direct(I); };  // apply_reduce's
+  auto direct_fp32 = [&](const PInstr& I) {  // apply_reduce's: it writes fp32 only
+    const PDest d = direct(I);
+    return d.bf16 ? PDest{} : d;
+  };
   auto un = [&](const PInstr& I, auto f) { apply<1>(R, I.dst, {I.a}, B, f, direct(I)); };
   auto bin = [&](const PInstr& I, auto f) { apply<2>(R, I.dst, {I.a, I.b}, B, f, direct(I)); };
   auto ter = [&](const PInstr& I, auto f) { apply<3>(R, I.dst, {I.a, I.b, I.c}, B, f, direct(I)); };
