@@ -1,7 +1,10 @@
 """One op alone (a LayerNorm, a softmax) is left to ATen's kernel, which is as fast or faster,
 except where ATen's output would be a fresh mapping at every call: 32 MiB and more of static
 shape (cpu_fusion.cpp, maps_fresh_output). The fused kernel takes its output from the buffer
-pool there (benchmarks/results/cpu-fusion-amx/lone_norms*.txt)."""
+pool there (benchmarks/results/cpu-fusion-amx/lone_norms*.txt). Also except the ops whose fused
+kernel alone beats ATen's, as measured (cpu_ops.cpp, faster_fused_alone;
+benchmarks/results/lone-ops/): the exp family in every dtype, erf-GELU in bf16/fp16, sin, cos and
+sqrt in fp32."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -44,3 +47,45 @@ def test_a_lone_op_of_symbolic_shape_stays_on_aten():
         res = torch.compile(lone_softmax, backend="fxcpp")(x)
     assert report.kernel_counts["cpu_fused"] == 0, report
     torch.testing.assert_close(res, lone_softmax(x))
+
+
+FASTER_ALONE = {  # name: (op, dtypes it fuses alone in)
+    "exp": (torch.exp, "all"), "sigmoid": (torch.sigmoid, "all"), "silu": (F.silu, "all"),
+    "mish": (F.mish, "all"), "softplus": (F.softplus, "all"),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), "all"),
+    "gelu": (F.gelu, "low"), "sin": (torch.sin, "fp32"), "cos": (torch.cos, "fp32"), "sqrt": (torch.sqrt, "fp32"),
+}
+SLOWER_ALONE = {"log": torch.log, "erf": torch.erf, "tanh": torch.tanh, "relu": torch.relu, "rsqrt": torch.rsqrt}
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _inputs(name, dtype):
+    x = make_inputs([(37, 1000)], dtype, seed=3)[0]  # rows not a multiple of a vector: tails too
+    if name in ("sqrt", "log", "rsqrt"):
+        x = x.abs()
+    x.view(-1)[:4] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0])
+    return [x]
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("name", sorted(FASTER_ALONE))
+def test_a_lone_op_faster_fused_fuses_in_its_dtypes(name, dtype):
+    op, where = FASTER_ALONE[name]
+    fuses = where == "all" or (where == "fp32") == (dtype == "fp32")
+    report, _, _ = compare(lambda x: op(x), _inputs(name, DTYPES[dtype]), check_fused=fuses)
+    if not fuses:
+        assert report.kernel_counts["cpu_fused"] == 0 and report.kernel_counts["aten"] == 1, report
+
+
+@pytest.mark.parametrize("name", sorted(SLOWER_ALONE))
+def test_a_lone_op_aten_runs_faster_stays_on_aten(name):
+    report, _, _ = compare(lambda x: SLOWER_ALONE[name](x), _inputs(name, torch.float32), check_fused=False)
+    assert report.kernel_counts["cpu_fused"] == 0 and report.kernel_counts["aten"] == 1, report
+
+
+def test_a_lone_op_faster_fused_keeps_strided_and_channels_last_layouts():
+    x = torch.randn(2, 16, 7, 9).contiguous(memory_format=torch.channels_last)
+    _, ref, res = compare(torch.sigmoid, [x])
+    assert res.stride() == ref.stride()
+    _, ref, res = compare(torch.exp, [torch.randn(40, 64).t()[::2]])
+    assert res.shape == ref.shape

@@ -20,8 +20,8 @@
 // path between them), so a node joining two branches (x.clamp(...) - x.clamp_min(0)) fuses both.
 // A value others still read becomes an output of the group (stored once, where it is
 // computed). A group is kept when it does at least two ops' work, or is a variance alone
-// (ATen's is slow), or one op whose static output ATen would map afresh at every call (32 MiB
-// and more), and has an input with the full domain shape (so the kernel knows the domain at run
+// (ATen's is slow), or one op the fused kernel runs faster than ATen (faster_fused_alone), or one op whose
+// static output ATen would map afresh at every call (32 MiB and more), and has an input with the full domain shape (so the kernel knows the domain at run
 // time).
 // Otherwise the graph is left as it was.
 #include <algorithm>
@@ -337,9 +337,12 @@ class Fuser {
     // var/std/var_mean accumulate Welford in double one element at a time (9.0 ms on
     // [4096, 768] fp32, 2 threads; fused 0.3-0.5 ms: benchmarks/results/var-mean/). And an op
     // whose output ATen would map afresh at each call (maps_fresh_output, below).
+    // And one op whose fused kernel alone beats ATen's (faster_fused_alone).
     const bool variance =
         std::any_of(grp.members.begin(), grp.members.end(), [](const Node* m) { return is_variance(*m); });
-    if (grp.work < 2 && !variance && !maps_fresh_output(grp)) return false;
+    const bool faster_alone =
+        std::any_of(grp.members.begin(), grp.members.end(), [](const Node* m) { return faster_fused_alone(*m); });
+    if (grp.work < 2 && !variance && !faster_alone && !maps_fresh_output(grp)) return false;
     // A row of zero elements (a reduction over an empty dim): ATen's kernels define what it
     // gives (sum 0, mean NaN, amax raises, softmax an empty result); the fused kernel does not.
     // Dynamo specializes size 0, so a zero row is always static here.

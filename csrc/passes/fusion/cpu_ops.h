@@ -27,6 +27,10 @@ struct CpuOp {
 // is worth a fused kernel (cpu_fusion.cpp).
 bool is_variance(const Node& n);
 
+// An op whose fused kernel alone beats ATen's, as measured (exp, sigmoid, SiLU, Mish, softplus,
+// tanh-GELU; erf-GELU in bf16/fp16; sin, cos, sqrt in fp32): worth a fused node by itself.
+bool faster_fused_alone(const Node& n);
+
 // Whether a tiny change of an input can flip n's output (comparisons, logical ops on floats,
 // floor/ceil/trunc/round/sign, division with a rounding mode, threshold_backward, a cast to an
 // integer): what feeds it must carry eager's rounding, not fp32's extra bits (cpu_fusion.cpp).
