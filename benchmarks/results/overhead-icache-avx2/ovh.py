@@ -7,26 +7,55 @@ n = 10000 and subtract (callgrind_diff.py):
     valgrind --tool=callgrind --cache-sim=yes --callgrind-out-file=cg.fxcpp.10000 \
         $(python -c 'import sys; print(sys.executable)') ovh.py fxcpp 10000
 """
-import sys, time, torch
-import fxcpp
-mode, n = sys.argv[1], int(sys.argv[2])
-torch.set_num_threads(2)
-def tiny(x): return ((x + 1) * 2).relu().sum()
-def floor_alloc(gm, ex): return lambda *args: (torch.empty(()),)
+import sys
+import time
+
+import torch
+
+import fxcpp  # noqa: F401  (registers the backend)
+
+
+def tiny(x):
+    return ((x + 1) * 2).relu().sum()
+
+
+def floor_alloc(gm, ex):  # Dynamo's floor with one fresh output, as fxcpp's plan returns
+    return lambda *args: (torch.empty(()),)
+
+
 plan = {}
-def fxcpp_capturing(gm, ex):
+
+
+def fxcpp_capturing(gm, ex):  # fxcpp's backend, keeping what it gives Dynamo (the plan)
     from fxcpp.compiler import backend
-    plan["fn"] = backend(gm, ex); return plan["fn"]
-x = torch.randn(16)
-with torch.no_grad():
-    if mode == "eager": f = tiny
-    elif mode == "floor_alloc": f = torch.compile(lambda x: tiny(x), backend=floor_alloc)
-    elif mode == "fxcpp": f = torch.compile(lambda x: tiny(x), backend=fxcpp_capturing)
-    elif mode == "plan":
-        torch.compile(lambda x: tiny(x), backend=fxcpp_capturing)(x); f = plan["fn"]
-    elif mode == "empty": f = lambda x: torch.empty(())
-    for _ in range(100): f(x)
-    t = time.perf_counter()
-    for _ in range(n): f(x)
-    dt = time.perf_counter() - t
-print(mode, f"{dt/max(n,1)*1e6:.2f} us/call", type(plan.get("fn")))
+    plan["fn"] = backend(gm, ex)
+    return plan["fn"]
+
+
+def main():
+    mode, n = sys.argv[1], int(sys.argv[2])
+    torch.set_num_threads(2)
+    x = torch.randn(16)
+    with torch.no_grad():
+        if mode == "eager":
+            f = tiny
+        elif mode == "floor_alloc":
+            f = torch.compile(lambda x: tiny(x), backend=floor_alloc)
+        elif mode == "fxcpp":
+            f = torch.compile(lambda x: tiny(x), backend=fxcpp_capturing)
+        elif mode == "plan":
+            torch.compile(lambda x: tiny(x), backend=fxcpp_capturing)(x)
+            f = plan["fn"]
+        elif mode == "empty":
+            f = lambda x: torch.empty(())  # noqa: E731
+        for _ in range(100):
+            f(x)
+        t = time.perf_counter()
+        for _ in range(n):
+            f(x)
+        dt = time.perf_counter() - t
+    print(mode, f"{dt / max(n, 1) * 1e6:.2f} us/call", type(plan.get("fn")))
+
+
+if __name__ == "__main__":
+    main()

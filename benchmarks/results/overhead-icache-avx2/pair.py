@@ -3,15 +3,16 @@ call costs after another that ran different code (its instructions and data no l
 
     python benchmarks/results/overhead-icache-avx2/pair.py
 """
-import sys, time, torch
-import fxcpp
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ovh import floor_alloc, fxcpp_capturing, plan, tiny  # noqa: E402
+
 torch.set_num_threads(2)
-def tiny(x): return ((x + 1) * 2).relu().sum()
-def floor_alloc(gm, ex): return lambda *args: (torch.empty(()),)
-plan = {}
-def fxcpp_capturing(gm, ex):
-    from fxcpp.compiler import backend
-    plan["fn"] = backend(gm, ex); return plan["fn"]
 x = torch.randn(16)
 def t(f, n=100000):
     for _ in range(100): f()
