@@ -20,9 +20,9 @@
 // path between them), so a node joining two branches (x.clamp(...) - x.clamp_min(0)) fuses both.
 // A value others still read becomes an output of the group (stored once, where it is
 // computed). A group is kept when it does at least two ops' work, or is a variance alone
-// (ATen's is slow), or one op the fused kernel runs faster than ATen (faster_fused_alone), or one op whose
-// static output ATen would map afresh at every call (32 MiB and more), and has an input with the full domain shape (so the kernel knows the domain at run
-// time).
+// (ATen's is slow), or one op the fused kernel runs faster than ATen's (faster_fused_alone),
+// or one op whose static output ATen would map afresh at every call (32 MiB and more), and has
+// an input with the full domain shape (so the kernel knows the domain at run time).
 // Otherwise the graph is left as it was.
 #include <algorithm>
 #include <map>
