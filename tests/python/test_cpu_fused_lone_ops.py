@@ -89,3 +89,21 @@ def test_a_lone_op_faster_fused_keeps_strided_and_channels_last_layouts():
     assert res.stride() == ref.stride()
     _, ref, res = compare(torch.exp, [torch.randn(40, 64).t()[::2]])
     assert res.shape == ref.shape
+
+
+def test_a_lone_op_faster_fused_fuses_at_symbolic_sizes_too():
+    """Unlike the 32 MiB rule, this one needs no static size: every size the plan sees runs fused."""
+    import fxcpp
+
+    x = torch.randn(3, 100)
+    torch._dynamo.reset()
+    torch._dynamo.mark_dynamic(x, 1)
+    with torch.no_grad():
+        report = fxcpp.explain(torch.sigmoid, x)
+    assert report.kernel_counts["cpu_fused"] == 1 and report.kernel_counts["aten"] == 0, report
+    torch._dynamo.reset()
+    f = torch.compile(torch.sigmoid, backend="fxcpp", dynamic=True)
+    with torch.no_grad():
+        for n in (5, 17, 1000, 4099):
+            x = torch.randn(3, n)
+            torch.testing.assert_close(f(x), torch.sigmoid(x))
