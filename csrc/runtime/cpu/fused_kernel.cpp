@@ -52,10 +52,10 @@ void count_fused_reductions(int64_t n) { g_fused_reductions.fetch_add(n, std::me
 int64_t fused_reductions() { return g_fused_reductions.load(); }
 static std::atomic<int64_t> g_fused_tails{0};
 void count_fused_tails(int64_t n) { g_fused_tails.fetch_add(n, std::memory_order_relaxed); }
+int64_t fused_tails() { return g_fused_tails.load(); }
 static std::atomic<int64_t> g_bf16_direct{0};
 void count_bf16_direct(int64_t n) { g_bf16_direct.fetch_add(n, std::memory_order_relaxed); }
 int64_t bf16_direct() { return g_bf16_direct.load(); }
-int64_t fused_tails() { return g_fused_tails.load(); }
 static std::atomic<int64_t> g_column_calls{0};
 void count_column_call() { g_column_calls.fetch_add(1, std::memory_order_relaxed); }
 int64_t column_calls() { return g_column_calls.load(); }

@@ -345,19 +345,11 @@ inline float* dest(Regs& R, const PInstr& I, float* direct) {
 // An elementwise op whose result is a bf16 output, contiguous along the block, that nothing else
 // reads (I.out): rounded straight into it (put_bf16); its Store then finds it written. False
 // where every operand is a splat (the result is one; the Store writes it).
-template <int N, typename F>
-inline bool elementwise_to_bf16(Regs& R, const PInstr& I, const std::array<int, N>& ops, int64_t n, F f,
-                                c10::BFloat16* d, bool stream, NextRows* next) {
-  std::array<const float*, N> p;
-  std::array<Vec, N> s;
-  bool all_splat = true;
-  for (int k = 0; k < N; ++k) {
-    p[k] = R.splat[ops[k]] ? nullptr : R.ptr[ops[k]];
-    s[k] = Vec(R.s[ops[k]]);
-    all_splat &= p[k] == nullptr;
-  }
-  if (all_splat) return false;
-  auto get = [&](int k, int64_t i, int64_t cnt) { return p[k] ? Vec::loadu(p[k] + i, cnt) : s[k]; };
+// put_bf16 of the elementwise op f over N operands, operand k's values at i read by get(k, i, cnt):
+// two vectors in lockstep where f takes them (kPairs), a paced op stepping `next` (if any) once a
+// vector as the fp32 loops do. The pointwise blocks' and the packed rows' bf16 outputs both use it.
+template <int N, typename F, typename Get>
+inline void put_bf16_of(c10::BFloat16* d, int64_t n, bool stream, F& f, Get get, NextRows* next) {
   auto at = [&](int64_t i, int64_t cnt) {
     std::array<Vec, N> v;
     for (int k = 0; k < N; ++k) v[k] = get(k, i, cnt);
@@ -374,6 +366,22 @@ inline bool elementwise_to_bf16(Regs& R, const PInstr& I, const std::array<int, 
     }
   };
   put_bf16(d, n, stream, at, pair);
+}
+
+template <int N, typename F>
+inline bool elementwise_to_bf16(Regs& R, const PInstr& I, const std::array<int, N>& ops, int64_t n, F f,
+                                c10::BFloat16* d, bool stream, NextRows* next) {
+  std::array<const float*, N> p;
+  std::array<Vec, N> s;
+  bool all_splat = true;
+  for (int k = 0; k < N; ++k) {
+    p[k] = R.splat[ops[k]] ? nullptr : R.ptr[ops[k]];
+    s[k] = Vec(R.s[ops[k]]);
+    all_splat &= p[k] == nullptr;
+  }
+  if (all_splat) return false;
+  put_bf16_of<N>(d, n, stream, f, [&](int k, int64_t i, int64_t cnt) { return p[k] ? Vec::loadu(p[k] + i, cnt) : s[k]; },
+                 next);
   ++R.to_bf16;
   R.splat[I.dst] = 0;
   R.ptr[I.dst] = reinterpret_cast<const float*>(d);

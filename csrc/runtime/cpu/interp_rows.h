@@ -148,17 +148,8 @@ inline void apply(PRegs& R, int dst, const std::array<int, N>& ops, const PBlock
     for (int64_t j = 0; j < B.m; ++j) {
       std::array<RowOperand, N> o;
       for (int k = 0; k < N; ++k) o[k] = operand(x[k], j);
-      auto at = [&](int64_t i, int64_t cnt) {
-        std::array<Vec, N> v;
-        for (int k = 0; k < N; ++k) v[k] = get(o[k], i, cnt);
-        return call(v);
-      };
-      auto pair = [&](int64_t i) {
-        if constexpr (kPaced<F>) B.next.step(), B.next.step();
-        if constexpr (kPairs<F>) return call_with<N>(f, pair_operands<N>(o, i));
-        else return VecPair(at(i, V), at(i + V, V));
-      };
-      put_bf16(direct.bf16 + j * direct.stride, B.L, direct.stream, at, pair);
+      put_bf16_of<N>(direct.bf16 + j * direct.stride, B.L, direct.stream, f,
+                     [&](int k, int64_t i, int64_t cnt) { return get(o[k], i, cnt); }, &B.next);
     }
     ++R.to_bf16;
     // Its Store finds the output already written (pstore's in-place check); nothing else reads it (I.out).
