@@ -140,7 +140,7 @@ inline void store_one(c10::ScalarType t, char* p, float v) {
 // ops' loops stay as they were (a check per vector there cost a residual LayerNorm 10-30%).
 // kPair: f also takes VecPair operands (vec_pair.h), and the loops hand it two vectors at a time,
 // computed in lockstep.
-template <typename F, bool kPair = false>
+template <typename F, bool kPair = false, bool kInline = false>
 struct Paced {
   F f;
   template <typename... A>
@@ -150,14 +150,32 @@ template <typename F>
 Paced<F> paced(F f) { return {f}; }
 template <typename F>
 Paced<F, true> paced_pair(F f) { return {f}; }
+
+// paced_pair with the pair's call forced inline, for lambdas marked FXCPP_INLINE_LAMBDA: GCC 12's
+// AVX2 build kept the tanh and tanh-GELU lambdas out of line (a call per VecPair, the pair passed and
+// returned through the stack: 1.9x the time of the inlined code), and once they were forced, Paced's
+// call of them in their place. Only there: forcing every transcendental's lambda and call measured
+// 3-10% slower on sigmoid, SiLU and exp, and every pair call 4-6% slower on the softmax
+// (benchmarks/results/inline-pair-lambdas/). A block's last single vector stays GCC's choice.
+#define FXCPP_INLINE_LAMBDA __attribute__((always_inline))
+template <typename F>
+struct Paced<F, true, true> {
+  F f;
+  template <typename... A>
+  auto operator()(const A&... a) const { return f(a...); }
+  C10_ALWAYS_INLINE auto operator()(const VecPair& a) const { return f(a); }
+};
+template <typename F>
+Paced<F, true, true> paced_pair_inline(F f) { return {f}; }
+
 template <typename F>
 constexpr bool kPaced = false;
-template <typename F, bool P>
-constexpr bool kPaced<Paced<F, P>> = true;
+template <typename F, bool P, bool I>
+constexpr bool kPaced<Paced<F, P, I>> = true;
 template <typename F>
 constexpr bool kPairs = false;
-template <typename F>
-constexpr bool kPairs<Paced<F, true>> = true;
+template <typename F, bool I>
+constexpr bool kPairs<Paced<F, true, I>> = true;
 
 // The ops eval_op marks paced, by opcode (for counting them in a program).
 inline bool spends_long(POp op) {
@@ -593,13 +611,13 @@ inline void eval_op(const PInstr& I, Un&& un, Bin&& bin, Ter&& ter) {
     case P::Recip: return un(I, [](Vec x) { return x.reciprocal(); });
     case P::Sin: return un(I, paced([](Vec x) { return x.sin(); }));
     case P::Cos: return un(I, paced([](Vec x) { return x.cos(); }));
-    case P::Tanh: return un(I, paced_pair([](auto x) { return tanh_exp(x); }));
+    case P::Tanh: return un(I, paced_pair_inline([](auto x) FXCPP_INLINE_LAMBDA { return tanh_exp(x); }));
     case P::Sigmoid: return un(I, paced_pair([](auto x) { return sigmoid(x); }));
     case P::Erf: return un(I, paced([](Vec x) { return erf_u10(x); }));
     case P::Relu: return un(I, [](Vec x) { return at::vec::clamp_min(x, Vec(0.f)); });  // max(0, x): NaN kept
     case P::GeluErf: return un(I, paced_pair([](auto x) { return gelu_erf(x); }));
     case P::GeluTanh:
-      return un(I, paced_pair([](auto x) {
+      return un(I, paced_pair_inline([](auto x) FXCPP_INLINE_LAMBDA {
         using W = decltype(x);
         const W inner = W(static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5)) * (x + W(0.044715f) * x * x * x);
         return W(0.5f) * x * (W(1.f) + tanh_exp(inner));
