@@ -51,11 +51,11 @@ def test_a_lone_op_of_symbolic_shape_stays_on_aten():
 
 FASTER_ALONE = {  # name: (op, dtypes it fuses alone in)
     "exp": (torch.exp, "all"), "sigmoid": (torch.sigmoid, "all"), "silu": (F.silu, "all"),
-    "mish": (F.mish, "all"), "softplus": (F.softplus, "all"),
+    "mish": (F.mish, "all"), "softplus": (F.softplus, "all"), "tanh": (torch.tanh, "all"),
     "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), "all"),
     "gelu": (F.gelu, "low"), "sin": (torch.sin, "fp32"), "cos": (torch.cos, "fp32"), "sqrt": (torch.sqrt, "fp32"),
 }
-SLOWER_ALONE = {"log": torch.log, "erf": torch.erf, "tanh": torch.tanh, "relu": torch.relu, "rsqrt": torch.rsqrt}
+SLOWER_ALONE = {"log": torch.log, "erf": torch.erf, "relu": torch.relu, "rsqrt": torch.rsqrt, "abs": torch.abs}
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 

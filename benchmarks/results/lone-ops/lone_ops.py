@@ -5,6 +5,7 @@ on the ATen graph) or, where the plan fuses it, the op called directly. Ratio < 
 kernel, with an extra multiply, is faster than ATen's op. Best of 5 timed loops, 2 threads.
 
     python benchmarks/results/lone-ops/lone_ops.py > benchmarks/results/lone-ops/lone_ops.txt
+    python benchmarks/results/lone-ops/lone_ops.py --sizes 4096,8192,16384,32768,65536 tanh   (some ops, 1-d sizes)
 """
 import os
 import sys
@@ -37,9 +38,17 @@ ops = {"exp": torch.exp, "expm1": torch.expm1, "log": torch.log, "log1p": torch.
        "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"), "hardswish": F.hardswish, "mish": F.mish,
        "softplus": F.softplus, "elu": F.elu, "relu": torch.relu, "abs": torch.abs}
 sizes = [(4096,), (65536,), (1, 512, 3199), (2048, 2048)]
+args = sys.argv[1:]
+if "--sizes" in args:
+    i = args.index("--sizes")
+    sizes = [(int(n),) for n in args[i + 1].split(",")]
+    del args[i:i + 2]
+if args:
+    ops = {k: ops[k] for k in args}
 import fxcpp
 print("host:", fxcpp._C.host_info()["summary"], "torch", torch.__version__)
 print("ratio = fused op(x)*2 / plan with ATen op(x) alone; <1: the fused lone op is faster")
+print("columns:", ", ".join(str(list(s)) for s in sizes), "elements; in parentheses ATen's time")
 for dt in (torch.float32, torch.bfloat16, torch.float16):
     for name, op in ops.items():
         row = []

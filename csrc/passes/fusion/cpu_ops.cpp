@@ -114,14 +114,16 @@ bool is_variance(const Node& n) { return is_variance_key(key_of(n)); }
 // took 0.55-0.93x ATen's time at every size: exp, sigmoid, SiLU, Mish, softplus and tanh-GELU
 // (ours inline the exp and run two vectors in lockstep; ATen's call Sleef out of line, or widen
 // bf16/fp16 around it), erf-GELU in bf16/fp16, and sin, cos and sqrt in fp32 only (in bf16/fp16
-// those three took 0.95-1.98x). Left on ATen: log, log1p, expm1, erf, rsqrt, reciprocal,
-// hardswish, elu, relu, abs (0.89-3.5x, most above 1), tanh (1.16-1.42x at 4K elements) and
+// those three took 0.95-1.98x). tanh too since its pairs run inline on AVX2 (inline-pair-lambdas/):
+// 0.42-0.95x from 4K to 4M elements in every dtype (before, 1.16-1.42x at 4K). Left on ATen: log,
+// log1p, expm1, erf, rsqrt, reciprocal, hardswish, elu, relu, abs (0.89-3.5x, most above 1) and
 // fp32 erf-GELU (1.12-1.17x above 1M elements: ATen's own polynomial).
 bool faster_fused_alone(const Node& n) {
   if (!n.is_aten() || n.outputs.empty() || !n.outputs[0]->meta) return false;
   const std::string k = key_of(n);
   const bool fp32 = n.outputs[0]->meta->dtype == c10::kFloat;
-  if (k == "aten::exp" || k == "aten::sigmoid" || k == "aten::silu" || k == "aten::mish" || k == "aten::softplus")
+  if (k == "aten::exp" || k == "aten::sigmoid" || k == "aten::silu" || k == "aten::mish" || k == "aten::softplus" ||
+      k == "aten::tanh")
     return true;
   if (k == "aten::sin" || k == "aten::cos" || k == "aten::sqrt") return fp32;
   std::string approximate;

@@ -28,7 +28,7 @@ struct CpuOp {
 bool is_variance(const Node& n);
 
 // An op whose fused kernel alone beats ATen's, as measured (exp, sigmoid, SiLU, Mish, softplus,
-// tanh-GELU; erf-GELU in bf16/fp16; sin, cos, sqrt in fp32): worth a fused node by itself.
+// tanh, tanh-GELU; erf-GELU in bf16/fp16; sin, cos, sqrt in fp32): worth a fused node by itself.
 bool faster_fused_alone(const Node& n);
 
 // Whether a tiny change of an input can flip n's output (comparisons, logical ops on floats,
