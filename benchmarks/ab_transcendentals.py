@@ -1,8 +1,9 @@
 """The fused transcendental cases that the results folders' A/B scripts time, two installs side by side.
 
-Each script in `benchmarks/results/<folder>/ab.py` names the cases it times and calls `main`: the
-parent alternates the installs in /tmp/ab/{before,after} (benchmarks/ab_installs.py) and prints
-after / before per case; the child (`--child`) times each case, medians of 200 calls, 2 threads.
+Each `benchmarks/results/<folder>/ab.py` calls `main`, which times the cases RUNS names for that
+folder: the parent alternates the installs in /tmp/ab/{before,after} (benchmarks/ab_installs.py)
+and prints after / before per case; the child (`--child`) times each case, medians of 200 calls,
+2 threads.
 """
 from __future__ import annotations
 
@@ -51,6 +52,18 @@ def cases():
     }
 
 
+# The cases each recorded run timed (its folder's ab.txt), by the folder's name.
+_FIRST_SIX = ["gelu(x) * 2 [4096, 3072] fp32", "gelu(x) * 2 [4096, 3072] bf16", "gelu_tanh(x) * 2 [4096, 3072] fp32",
+              "tanh(x) * 2 [1024, 1024] fp32", "silu(a) * b [1024, 2048] fp32", "sigmoid(x) * x + 1 [1024, 2048] fp32"]
+RUNS = {
+    "inline-exp": _FIRST_SIX + ["softmax(x * 0.125 + m) [4096, 4096] fp32", "LayerNorm+GELU+residual [4096, 768] fp32"],
+    "lockstep-pairs": _FIRST_SIX + ["softmax(x * 0.125 + m) [4096, 4096] fp32", "log_softmax(x) [4096, 4096] fp32",
+                                    "LayerNorm+GELU+residual [4096, 768] fp32", "the probe x + gelu(ln(x)) [4096, 768] fp32",
+                                    "the probe x + gelu(ln(x)) [4096, 768] bf16"],
+    "inline-pair-lambdas": None,  # every case
+}
+
+
 def child(names: list[str] | None = None) -> None:
     """Times the named cases (all where None) and prints their medians as one JSON line."""
     import torch
@@ -68,8 +81,10 @@ def child(names: list[str] | None = None) -> None:
     print(json.dumps(out))
 
 
-def main(script: str, names: list[str] | None = None) -> None:
-    """Run from a results folder's ab.py: the child's side with --child, else the alternating parent."""
+def main(script: str) -> None:
+    """Run from a results folder's ab.py (its cases: RUNS[folder]): the child's side with --child,
+    else the alternating parent."""
+    names = RUNS[os.path.basename(os.path.dirname(os.path.abspath(script)))]
     if "--child" in sys.argv:
         return child(names)
     import fxcpp
