@@ -107,3 +107,20 @@ def test_a_lone_op_faster_fused_fuses_at_symbolic_sizes_too():
         for n in (5, 17, 1000, 4099):
             x = torch.randn(3, n)
             torch.testing.assert_close(f(x), torch.sigmoid(x))
+
+
+@pytest.mark.parametrize("shape", [(8193,), (5, 3001), (3, 7, 1025), (32768,)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_transcendental_program_split_across_threads_from_8k_elements_matches_eager(shape, dtype):
+    """A pointwise program with a transcendental runs on several threads from 8192 elements
+    (kGrainLong in runtime/cpu/interp.h); these sizes split into blocks with a short last one, rows
+    whose blocks straddle a task's boundary, and NaN, infinities and -0 among the values."""
+    x = torch.randn(shape).to(dtype)
+    x.view(-1)[:4] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0]).to(dtype)
+    x.view(-1)[-3:] = torch.tensor([30.0, -30.0, 1e-30]).to(dtype)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # a split needs two, whatever the machine running the tests has
+    try:
+        compare(lambda t: torch.tanh(t) * 2 + F.silu(t), [x])
+    finally:
+        torch.set_num_threads(threads)

@@ -38,6 +38,10 @@ using Vec = at::vec::Vectorized<float>;
 constexpr int64_t V = Vec::size();
 constexpr int64_t kBlock = 1024;   // a register is 4 KB: a transformer row (768, 1024) is one block
 constexpr int64_t kGrain = 32768;  // elements below which a loop stays on one thread (ATen's GRAIN_SIZE)
+// The same for a pointwise program with a transcendental: its element costs several cheap ones, so
+// a quarter of the elements is ATen's grain of work. Lone ops at 16K and 32K elements took 0.29-0.94x
+// ATen's time with it, 0.48-1.38x without (benchmarks/results/grain-transcendental/).
+constexpr int64_t kGrainLong = 8192;
 
 // Register memory, 64-byte aligned: a 64-byte vector access to it never straddles two cache
 // lines (std::vector<float> gives 16).
@@ -753,7 +757,8 @@ inline void run_pointwise(const FusedCall& c) {
   for (int d = 0; d + 1 < c.ndim; ++d) outer *= c.sizes[d];
   const int64_t nb = (inner + kBlock - 1) / kBlock;
   const int64_t per_item = std::min(inner, kBlock);
-  at::parallel_for(0, outer * nb, std::max<int64_t>(1, kGrain / std::max<int64_t>(per_item, 1)), [&](int64_t b0, int64_t b1) {
+  const int64_t grain = n_long > 0 ? kGrainLong : kGrain;
+  at::parallel_for(0, outer * nb, std::max<int64_t>(1, grain / std::max<int64_t>(per_item, 1)), [&](int64_t b0, int64_t b1) {
     thread_local Regs R;
     R.reset(p.num_regs);
     Block B = Block::for_call(c, false);
