@@ -1,8 +1,8 @@
 """verify mode: every compiled call also runs the ATen graph eagerly and compares.
 
 On a mismatch beyond the harness tolerances (fp32 1e-3, bf16/fp16 1e-2, as
-torch._dynamo.utils.same applies them) it re-runs both node by node and raises
-naming the first node whose value differs.
+torch._dynamo.utils.same applies them; same_as_eager, stricter where a value holds a NaN) it
+re-runs both node by node and raises naming the first node whose value differs.
 """
 from __future__ import annotations
 
@@ -17,9 +17,41 @@ class FxcppVerifyError(AssertionError):
     """A compiled result differs from eager; the message names the first diverging node."""
 
 
-def _tolerance(vals) -> float:
-    low = any(isinstance(v, torch.Tensor) and v.dtype in (torch.float16, torch.bfloat16) for v in vals)
+def tolerance(*vals) -> float:
+    """The harness's tolerance for these values (any pytree): 1e-2 where one is bf16/fp16, else 1e-3."""
+    flat = torch.utils._pytree.tree_leaves(vals)
+    low = any(isinstance(v, torch.Tensor) and v.dtype in (torch.float16, torch.bfloat16) for v in flat)
     return 1e-2 if low else 1e-3
+
+
+def same_as_eager(ref, res, fp64_ref=None, tol=None) -> bool:
+    """PyTorch's harness rule (torch._dynamo.utils.same): allclose at tol, or, given an fp64
+    reference, an RMSE no worse than a small multiple of eager's own (how bf16 results are judged).
+    Stricter where an output holds a NaN: the rule alone then passes any result (its RMSE fallback
+    is NaN on both sides, which it counts as a pass), so such an output must have its NaNs where
+    eager's are (or, given an fp64 reference, a number where only eager's low-precision result is
+    NaN: more accurate) and pass the rule over the elements that are numbers."""
+    tol = tol if tol is not None else tolerance(ref)
+    if not same(ref, res, fp64_ref=fp64_ref, tol=tol, equal_nan=True):
+        return False
+    refs, ress = torch.utils._pytree.tree_leaves(ref), torch.utils._pytree.tree_leaves(res)
+    f64s = torch.utils._pytree.tree_leaves(fp64_ref) if fp64_ref is not None else [None] * len(refs)
+    for a, b, c in zip(refs, ress, f64s):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_floating_point()
+                and b.is_floating_point() and a.shape == b.shape):
+            continue
+        a_nan, b_nan = a.isnan(), b.isnan()
+        if not (a_nan.any() or b_nan.any()):
+            continue
+        has64 = isinstance(c, torch.Tensor) and c.shape == a.shape
+        c_nan = c.isnan() if has64 else torch.zeros_like(a_nan)
+        better = a_nan & ~b_nan & ~c_nan if has64 else torch.zeros_like(a_nan)
+        if ((a_nan != b_nan) & ~better).any():
+            return False
+        keep = ~a_nan & ~b_nan & ~c_nan
+        if keep.any() and not same(a[keep], b[keep], fp64_ref=c[keep] if has64 else None, tol=tol, equal_nan=False):
+            return False
+    return True
 
 
 def _is_seeded_random(n: fx.Node) -> bool:
@@ -37,7 +69,7 @@ def _is_seeded_random(n: fx.Node) -> bool:
 def _matches(ref, res) -> bool:
     ref_l = list(ref) if isinstance(ref, (list, tuple)) else [ref]
     res_l = list(res) if isinstance(res, (list, tuple)) else [res]
-    return same(ref_l, res_l, tol=_tolerance(ref_l), equal_nan=True)
+    return same_as_eager(ref_l, res_l)
 
 
 class _Recorder(fx.Interpreter):

@@ -6,7 +6,8 @@
 Per model × batch × dtype and configuration: a cold compile and the peak memory,
 each configuration alone in a fresh process (benchmarks/isolated.py); in this
 process a warm compile (Dynamo reset, on-disk caches kept), accuracy against an
-fp64 reference (torch._dynamo.utils.same, as PyTorch's own harness), interleaved
+fp64 reference (torch._dynamo.utils.same, as PyTorch's own harness, through
+fxcpp.verify.same_as_eager: stricter where an output holds a NaN), interleaved
 latency (median and quartiles of ≥30 repeats) and fxcpp's kernel counts.
 Compile times are the wall time of the first call (compiling plus one run).
 """
@@ -22,7 +23,7 @@ import sys
 import time
 
 import torch
-from torch._dynamo.utils import same
+from fxcpp.verify import same_as_eager  # the harness rule, strict where an output holds a NaN
 
 from . import configs as cfgs
 from . import machine, report, suite
@@ -175,7 +176,7 @@ def prepare_case(spec, batch, dtype_name, device, configs, args):
             except Exception as e:  # noqa: BLE001 - a configuration that fails is reported, not fatal
                 rec.update(status="compile_error", error=f"{type(e).__name__}: {str(e).splitlines()[0][:300]}")
                 continue
-            rec["accuracy_ok"] = bool(same(eager_out, out, fp64_ref=ref64, tol=TOLERANCE[dtype_name], equal_nan=True))
+            rec["accuracy_ok"] = bool(same_as_eager(eager_out, out, fp64_ref=ref64, tol=TOLERANCE[dtype_name]))
             if not rec["accuracy_ok"]:
                 rec["status"] = "accuracy_fail"
             fns[cfg.name] = fn

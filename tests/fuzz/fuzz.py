@@ -23,7 +23,8 @@ import traceback
 import warnings
 
 import torch
-from torch._dynamo.utils import same
+
+from fxcpp.verify import same_as_eager  # the harness rule, strict where an output holds a NaN
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from grammar import DTYPES, Program, generate  # noqa: E402
@@ -172,12 +173,12 @@ def _check_train(p: Program) -> tuple[str, str]:
                 return "fail", f"training step {step}: fxcpp raised where eager did not: {type(e).__name__}: {e}\n" \
                                f"{traceback.format_exc()[-1500:]}"
             for i, (r, c, r64) in enumerate(zip(ref, res, ref64)):
-                if r.shape != c.shape or r.dtype != c.dtype or not same(r, c, fp64_ref=r64, tol=tol, equal_nan=True):
+                if r.shape != c.shape or r.dtype != c.dtype or not same_as_eager(r, c, fp64_ref=r64, tol=tol):
                     return "fail", f"training step {step}: output {i} differs from eager"
             for name, r, c, r64 in zip(ref_grads, ref_grads.values(), grads.values(), grads64.values()):
                 if (r is None) != (c is None):
                     return "fail", f"training step {step}: the gradient of {name} is " + ("missing" if c is None else "extra")
-                if r is not None and not same(r, c, fp64_ref=r64, tol=tol, equal_nan=True):
+                if r is not None and not same_as_eager(r, c, fp64_ref=r64, tol=tol):
                     err = (c.double() - r.double()).abs().max().item() if r.numel() else 0.0
                     return "fail", f"training step {step}: the gradient of {name} differs from eager (max abs diff {err:.3g})"
             with torch.no_grad():  # eager's step, copied into the others: each step starts equal
@@ -250,7 +251,7 @@ def _compare(p: Program, ref, res, ref64, traced_strides=None) -> tuple[str, str
             if traced_strides is None or i >= len(traced_strides) or not _same_strides(traced_strides[i], c):
                 return "fail", detail
             traced_detail = detail + " = the strides Dynamo traced (FakeTensor's, not eager's)"
-        if not same(r, c, fp64_ref=r64, tol=tol, equal_nan=True):
+        if not same_as_eager(r, c, fp64_ref=r64, tol=tol):
             err = (c.double() - r.double()).abs().max().item() if r.numel() else 0.0
             return "fail", f"output {i} differs from eager (max abs diff {err:.3g}, tol {tol})"
     return ("traced", traced_detail) if traced_detail else ("ok", "")
@@ -366,9 +367,10 @@ import copy  # noqa: E402
 
 {inspect.getsource(_layout_differs)}
 
+
 if __name__ == "__main__":
     import fxcpp  # noqa: F401
-    from torch._dynamo.utils import same
+    from fxcpp.verify import same_as_eager
 
     dtype = {DTYPES[p.dtype]}
     model = Program().eval().to(dtype)
@@ -386,7 +388,7 @@ if __name__ == "__main__":
             except Exception:  # eager rejects the new size: so did the fuzzer
                 break
             res = compiled(*xs)
-            good = all(same(r, c, fp64_ref=r64, tol={_tol(p.dtype)}, equal_nan=True) and not _layout_differs(r, c)
+            good = all(same_as_eager(r, c, fp64_ref=r64, tol={_tol(p.dtype)}) and not _layout_differs(r, c)
                        for r, c, r64 in zip(ref, res, ref64))  # eager's values and eager's layout
             print(call, "matches eager" if good else "DIFFERS from eager")
             ok = ok and good
