@@ -109,18 +109,22 @@ def test_a_lone_op_faster_fused_fuses_at_symbolic_sizes_too():
             torch.testing.assert_close(f(x), torch.sigmoid(x))
 
 
-@pytest.mark.parametrize("shape", [(8193,), (5, 3001), (3, 7, 1025), (32768,)])
+@pytest.mark.parametrize("shape", [(4097,), (6143,), (8193,), (12289,), (5, 3001), (3, 4099), (7, 1500), (3, 7, 1025),
+                                   (32768,)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_a_transcendental_program_split_across_threads_from_8k_elements_matches_eager(shape, dtype):
-    """A pointwise program with a transcendental runs on several threads from 8192 elements
-    (kGrainLong in runtime/cpu/interp.h); these sizes split into blocks with a short last one, rows
-    whose blocks straddle a task's boundary, and NaN, infinities and -0 among the values."""
+@pytest.mark.parametrize("threads", [2, 3])
+def test_a_transcendental_program_split_across_threads_from_4k_elements_matches_eager(shape, dtype, threads):
+    """A pointwise program with a transcendental runs on several threads above 4096 elements
+    (kGrainLong in runtime/cpu/interp.h), and where each thread gets few blocks its rows are cut into
+    shorter blocks whose count the threads divide (balance_blocks); these sizes give blocks with a
+    short last one, rows whose blocks straddle a task's boundary, block counts rounded up to a
+    multiple of 2 and of 3 threads, and NaN, infinities and -0 among the values."""
     x = torch.randn(shape).to(dtype)
     x.view(-1)[:4] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0]).to(dtype)
     x.view(-1)[-3:] = torch.tensor([30.0, -30.0, 1e-30]).to(dtype)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)  # a split needs two, whatever the machine running the tests has
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)  # a split needs several, whatever the machine running the tests has
     try:
         compare(lambda t: torch.tanh(t) * 2 + F.silu(t), [x])
     finally:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(before)

@@ -39,9 +39,11 @@ constexpr int64_t V = Vec::size();
 constexpr int64_t kBlock = 1024;   // a register is 4 KB: a transformer row (768, 1024) is one block
 constexpr int64_t kGrain = 32768;  // elements below which a loop stays on one thread (ATen's GRAIN_SIZE)
 // The same for a pointwise program with a transcendental: its element costs several cheap ones, so
-// a quarter of the elements is ATen's grain of work. Lone ops at 16K and 32K elements took 0.29-0.94x
-// ATen's time with it, 0.48-1.38x without (benchmarks/results/grain-transcendental/).
-constexpr int64_t kGrainLong = 8192;
+// an eighth of the elements is ATen's grain of work. Lone ops at 16K and 32K elements took 0.29-0.94x
+// ATen's time with 8192, 0.48-1.38x with 32768 (benchmarks/results/grain-transcendental/); 4096,
+// with blocks balanced across threads (balance_blocks), took 0.62-0.99x 8192's time from 4097 to
+// 8193 elements, except a lone fp32 exp at 4097 (1.06x) (benchmarks/results/grain-balanced/).
+constexpr int64_t kGrainLong = 4096;
 
 // Register memory, 64-byte aligned: a 64-byte vector access to it never straddles two cache
 // lines (std::vector<float> gives 16).
@@ -748,6 +750,21 @@ struct OuterCursor {
   }
 };
 
+// Few blocks split unevenly across threads: at::parallel_for gives each thread a run of whole
+// blocks, so 8193 elements (9 blocks) ran 5120 on one thread and 3073 on the other, and took
+// longer than 8192 did. Where a split runs few blocks a thread, the rows are cut into blocks,
+// shorter than kBlock and a multiple of 32 elements (64-byte aligned stores stay aligned), whose
+// count the threads divide.
+inline void balance_blocks(int64_t outer, int64_t inner, int64_t grain, int64_t& nb, int64_t& blk) {
+  const int64_t threads = at::get_num_threads();
+  if (threads < 2 || outer * inner <= grain || outer * nb >= 8 * threads) return;
+  int64_t want = nb;
+  while ((outer * want) % threads != 0) ++want;
+  const int64_t b = (inner + want - 1) / want;
+  blk = std::min(kBlock, (b + 31) / 32 * 32);
+  nb = (inner + blk - 1) / blk;
+}
+
 inline void run_pointwise(const FusedCall& c) {
   const Program& p = *c.prog;
   const int64_t n_long = long_instructions(p.phases[0]);
@@ -755,20 +772,21 @@ inline void run_pointwise(const FusedCall& c) {
   const int64_t inner = c.sizes[c.ndim - 1];
   int64_t outer = 1;
   for (int d = 0; d + 1 < c.ndim; ++d) outer *= c.sizes[d];
-  const int64_t nb = (inner + kBlock - 1) / kBlock;
-  const int64_t per_item = std::min(inner, kBlock);
+  int64_t nb = (inner + kBlock - 1) / kBlock;  // blocks per row
+  int64_t blk = std::min(inner, kBlock);       // elements per block
   const int64_t grain = n_long > 0 ? kGrainLong : kGrain;
-  at::parallel_for(0, outer * nb, std::max<int64_t>(1, grain / std::max<int64_t>(per_item, 1)), [&](int64_t b0, int64_t b1) {
+  balance_blocks(outer, inner, grain, nb, blk);
+  at::parallel_for(0, outer * nb, std::max<int64_t>(1, grain / std::max<int64_t>(blk, 1)), [&](int64_t b0, int64_t b1) {
     thread_local Regs R;
     R.reset(p.num_regs);
     Block B = Block::for_call(c, false);
     OuterCursor cur(c, b0 / nb);
     for (int64_t it = b0; it < b1; ++it) {
-      const int64_t i0 = (it % nb) * kBlock;
+      const int64_t i0 = (it % nb) * blk;
       if (it != b0 && i0 == 0) cur.next();
       const auto& in_off = cur.in_off;
       const auto& out_off = cur.out_off;
-      B.n = std::min(kBlock, inner - i0);
+      B.n = std::min(blk, inner - i0);
       for (size_t k = 0; k < c.in.size(); ++k)
         B.in[k] = static_cast<const char*>(c.in[k].data) +
                   (in_off[k] + i0 * B.in_stride[k]) * static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
@@ -781,13 +799,13 @@ inline void run_pointwise(const FusedCall& c) {
       NextRows& nx = B.next;
       nx.clear();
       if (n_long > 0 && it + kAhead < b1 && (it % nb) + kAhead < nb) {  // within this task and row
-        const int64_t n_ahead = std::min(kBlock, inner - i0 - kAhead * kBlock);  // a row's last block may be short
+        const int64_t n_ahead = std::min(blk, inner - i0 - kAhead * blk);  // a row's last block may be short
         for (size_t k = 0; k < c.in.size(); ++k) {
           if (B.in_stride[k] != 1) continue;  // strided or a scalar
           const int64_t es = static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
-          nx.add(B.in[k] + kAhead * kBlock * es, n_ahead * es);
+          nx.add(B.in[k] + kAhead * blk * es, n_ahead * es);
         }
-        nx.start(n_long * (kBlock / V));
+        nx.start(n_long * (blk / V));
       }
       run_block(p.phases[0], c, R, B);
     }
