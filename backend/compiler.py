@@ -73,6 +73,10 @@ def compile_torch_graph(gm: fx.GraphModule, example_inputs, opts: Options, eager
 
 
 def _compile_torch_graph(gm, example_inputs, opts, eager_fn, static_hint, pass_records, direct_out):
+    frozen = freeze.reuse(gm, example_inputs, opts)  # it reads released weights: a racing compile's, or an error
+    if frozen is not None:
+        return frozen
+    as_called = (gm, opts)  # before the pre passes: what a racing compile's reuse compares
     subdir = f"graph{next(_dynamo_graph_ids)}"
     dump(opts, subdir, "torch_graph.py", gm.code)
     records: list = list(pass_records or ())
@@ -87,7 +91,7 @@ def _compile_torch_graph(gm, example_inputs, opts, eager_fn, static_hint, pass_r
         fn = _aot_backend(opts, subdir, static_hint, compiled, records)(gm, example_inputs)
         direct = direct_call(gm, example_inputs, compiled, opts)
         if opts.freeze:
-            freeze.release(gm, example_inputs, compiled)
+            freeze.release(gm, example_inputs, compiled, direct or fn, as_called)
         if direct is not None and direct_out is not None:
             direct_out.append(compiled[0][0])
         return direct or fn

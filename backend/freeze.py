@@ -17,14 +17,12 @@ What the user gives up, as with Inductor's freezing:
 - weight changes are no longer seen by the frozen kernels;
 - eager code that reads a released tensor (the module called outside torch.compile, its
   state_dict) raises an error naming it, and so does a graph compiled later that reads one
-  (a recompile for a new input shape). After such a failed compile Dynamo runs the module
-  eagerly from then on, which cannot work either: serve a frozen model under
-  `torch.compiler.set_stance("fail_on_recompile")` (a new shape then raises and the frozen
-  graph keeps serving), with the shapes it will see compiled first (`mark_dynamic`), and
-  compile it with `fullgraph=True`: first calls racing from several threads each start a
-  compile, and those after the first trace the released weights. Without fullgraph they
-  graph-break and leave cache entries that run the module eagerly, so every later call
-  raises; with it they raise once and leave nothing.
+  (a recompile for a new input shape, another backend): serve a frozen model under
+  `torch.compiler.set_stance("fail_on_recompile")`, with the shapes it will see compiled
+  first (`mark_dynamic`).
+First calls racing from several threads each start a Dynamo compile (Dynamo looks its cache
+up before taking its compile lock); those after the first trace the stand-ins (Dynamo can:
+fake values under its trace) and get the first compile's function back (reuse).
 A graph that is not frozen says why in the log: a training graph, one whose aot_autograd
 runtime wrappers have work to do (an input mutation, an output alias), or one that does not
 run wholly in C++.
@@ -57,19 +55,46 @@ def _pinned(t: torch.Tensor) -> bool:
 
 
 class ReleasedTensor(torch.Tensor):
-    """A released parameter or buffer: its shape, dtype and strides on the meta device (no
-    memory); any op on it raises, naming it."""
+    """A released parameter or buffer: a tensor of its shape, strides, dtype and device with no
+    storage (a wrapper subclass, no memory). Any op on it raises, naming it, except under a fake
+    mode: Dynamo can trace a module holding it (a racing first call's compile, freeze.reuse)."""
 
     @staticmethod
-    def __new__(cls, t, name: str):
-        return super().__new__(cls, t.to(device="meta"))
+    def __new__(cls, t, name: str, meta=None):
+        return torch.Tensor._make_wrapper_subclass(cls, t.shape, strides=t.stride(), dtype=t.dtype, device=t.device,
+                                                   requires_grad=t.requires_grad)
 
-    def __init__(self, t, name: str):
+    def __init__(self, t, name: str, meta=None):
+        # The shape on the meta device: what Dynamo fakes when it traces the stand-in.
+        self._released_meta = meta if meta is not None else t.detach().to(device="meta")
         self.released_name = name
+
+    def __tensor_flatten__(self):
+        return ["_released_meta"], (self.released_name, self.device)
+
+    @staticmethod
+    def __tensor_unflatten__(inner, ctx, outer_size, outer_stride):
+        name, device = ctx
+        meta = inner["_released_meta"]
+        return ReleasedTensor(_Like(outer_size, outer_stride, meta.dtype, device, meta.requires_grad), name, meta)
+
+    def __repr__(self, *, tensor_contents=None):
+        return f"ReleasedTensor({self.released_name!r}, shape={tuple(self.shape)}, dtype={self.dtype})"
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-        name = next(a.released_name for a in pytree.arg_tree_leaves(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        mode = _fake_mode(args, kwargs)
+        if mode is not None:  # Dynamo's trace (fake values only, no graph recorded): its metadata
+            def fake(a):
+                if not isinstance(a, ReleasedTensor):
+                    return a
+                with mode:
+                    return torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device)
+
+            args, kwargs = pytree.tree_map(fake, (args, kwargs))
+            return func(*args, **kwargs)
+        name = next(a.released_name for a in pytree.arg_tree_leaves(*args, **kwargs)
                     if isinstance(a, ReleasedTensor))
         raise RuntimeError(
             f"fxcpp: {name!r} was released by torch.compile(..., options={{'freeze': True}}) once its compiled "
@@ -77,6 +102,38 @@ class ReleasedTensor(torch.Tensor):
             f"before the release: compile without freeze=True to call it eagerly, read its state_dict or compile "
             f"graphs for new input shapes, and serve a frozen model under "
             f"torch.compiler.set_stance('fail_on_recompile'), so that a new shape raises instead of compiling.")
+
+
+class _Like:
+    """The metadata ReleasedTensor.__new__ reads, for __tensor_unflatten__."""
+
+    def __init__(self, size, stride, dtype, device, requires_grad):
+        self.shape, self._stride, self.dtype, self.device, self.requires_grad = size, stride, dtype, device, requires_grad
+
+    def stride(self):
+        return self._stride
+
+
+def _fake_mode(args, kwargs):
+    """The FakeTensorMode an op on a ReleasedTensor runs under while Dynamo traces, if any. None
+    under make_fx's proxy mode (aot_autograd, export): recording the op would put a read of the
+    released tensor in a graph (fxcpp's own compile never gets there: reuse)."""
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import ProxyTorchDispatchMode
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    stack = _get_current_dispatch_mode_stack()
+    if any(isinstance(m, ProxyTorchDispatchMode) for m in stack):
+        return None
+    for m in stack:
+        if isinstance(m, FakeTensorMode):
+            return m
+    for a in pytree.arg_tree_leaves(*args, **kwargs):
+        if isinstance(a, FakeTensor):
+            return a.fake_mode
+        if isinstance(a, ReleasedTensor) and isinstance(a._released_meta, FakeTensor):
+            return a._released_meta.fake_mode
+    return None
 
 
 def _source_name(src) -> str:
@@ -144,9 +201,11 @@ def _why_not(gm, example_inputs, compiled: list) -> str | None:
     return None
 
 
-def release(gm, example_inputs, compiled: list) -> list[str]:
+def release(gm, example_inputs, compiled: list, fn, as_called) -> list[str]:
     """Release what the inference graph aot just compiled from Dynamo's `gm` can run without once
-    packed, handing it to the graph's plan; returns the attribute names released."""
+    packed, handing it to the graph's plan; returns the attribute names released. fn: what the
+    compile returns to Dynamo (a racing compile of the same frame gets it again: reuse);
+    as_called: (Dynamo's graph, the options) as the compile got them, before any pre pass."""
     why = _why_not(gm, example_inputs, compiled)
     if why is not None:
         log.info("fxcpp: Options.freeze: graph not frozen, its weights stay fresh: %s", why)
@@ -175,15 +234,74 @@ def release(gm, example_inputs, compiled: list) -> list[str]:
         return []
     exe.adopt_released(args, positions)
     targets = {id(example_inputs[i]): example_inputs[i] for i in positions}
-    released = []
+    released, stand_ins = [], {}
     for module, name, t in _owners(targets):
         stand_in = ReleasedTensor(t, f"{type(module).__name__}.{name}")
         if isinstance(t, torch.nn.Parameter):
             stand_in._is_param = True  # nn.Module's setattr takes it as a Parameter
-        stand_in.requires_grad_(t.requires_grad)
         setattr(module, name, stand_in)
+        stand_ins.setdefault(id(t), []).append(stand_in)
         released.append(f"{type(module).__name__}.{name}")
     cag.released = released
+    _remember(as_called[0], example_inputs, positions, stand_ins, fn, as_called[1])
     log.info("fxcpp: Options.freeze: released %d parameter/buffer tensor(s) of inference graph %d; its first call "
              "packs each and lets go of it", len(released), cag.id)
     return released
+
+
+# Graphs frozen in this process, for a compile that traces their released stand-ins: first calls
+# racing from several threads each start a Dynamo compile (Dynamo looks its cache up before it
+# takes its compile lock), and those after the first trace the same frame again, now holding
+# ReleasedTensors. Each entry: (graph key, {position: weak refs to its stand-ins}, weak ref to
+# the function returned to Dynamo).
+_frozen: list[tuple] = []
+
+
+def _graph_key(gm, example_inputs, released_positions, opts) -> tuple:
+    """What must match for a compile to reuse a frozen graph: Dynamo's graph node for node (its
+    placeholders name their sources), each input's metadata and the options."""
+    nodes = tuple((n.op, n.name, str(n.target), str(n.args), str(n.kwargs)) for n in gm.graph.nodes)
+
+    def meta(i, x):
+        if isinstance(x, torch.Tensor):
+            kind = "released" if i in released_positions else type(x).__name__
+            return (kind, str(tuple(x.shape)), str(x.stride()), x.dtype, x.device, x.requires_grad)
+        return (type(x).__name__, str(x))
+
+    return nodes, tuple(meta(i, x) for i, x in enumerate(example_inputs)), opts
+
+
+def _remember(gm, example_inputs, positions, stand_ins: dict, fn, opts) -> None:
+    try:
+        fn_ref = weakref.ref(fn)
+    except TypeError:
+        fn_ref = lambda: fn  # noqa: E731 - not weakly referenceable: kept as long as the process
+    by_position = {i: [weakref.ref(s) for s in stand_ins.get(id(example_inputs[i]), ())] for i in positions}
+    _frozen[:] = [e for e in _frozen if e[2]() is not None]
+    _frozen.append((_graph_key(gm, example_inputs, set(positions), opts), by_position, fn_ref))
+
+
+def reuse(gm, example_inputs, opts):
+    """For a Dynamo graph whose inputs include released tensors: the function of the frozen graph
+    it repeats (a racing first call's compile), or an error naming the released tensor (a graph
+    compiled after the release, which cannot read it). None when no input is released."""
+    positions = {i for i, x in enumerate(example_inputs) if isinstance(x, ReleasedTensor)}
+    if not positions:
+        return None
+    key = _graph_key(gm, example_inputs, positions, opts)
+    for entry_key, by_position, fn_ref in _frozen:
+        fn = fn_ref()
+        if fn is None or entry_key != key or set(by_position) != positions:
+            continue
+        if all(any(r() is example_inputs[i] for r in by_position[i]) for i in positions):
+            log.info("fxcpp: Options.freeze: a compile of a frozen graph's frame again (first calls racing from "
+                     "threads) reuses its plan")
+            return fn
+    name = example_inputs[min(positions)].released_name
+    from .compiled import FxcppCompileError
+
+    raise FxcppCompileError(
+        f"fxcpp: {name!r} was released by torch.compile(..., options={{'freeze': True}}) once its compiled graph had "
+        f"packed it, and a graph compiled after the release reads it (a new input shape or a changed model): "
+        f"serve a frozen model under torch.compiler.set_stance('fail_on_recompile'), with the shapes it will see "
+        f"compiled first (mark_dynamic).")

@@ -232,6 +232,25 @@ std::vector<at::Tensor> Executable::static_sources(const std::vector<c10::IValue
   return ts;
 }
 
+// A tensor with no memory where the graph was traced with one (a meta tensor, a storage-less
+// subclass such as a frozen model's released weight) would send a kernel to a null pointer.
+void Executable::check_input_memory(const std::vector<c10::IValue>& frame) const {
+  for (const Value* v : graph_->inputs()) {
+    const c10::IValue& x = frame[v->id];
+    if (!x.isTensor() || !v->meta) continue;
+    if (!released_slot_.empty() && released_slot_[v->id]) continue;  // Options.freeze: the plan holds it or its packs
+    const at::Tensor& t = x.toTensor();
+    if (!t.defined() || t.layout() != c10::kStrided) continue;
+    if (v->meta->device.is_meta()) continue;
+    // A wrapper subclass has a storage whose data is null (unsafe_storage: no throwing check).
+    const bool no_data = !t.has_storage() || (t.numel() > 0 && t.unsafeGetTensorImpl()->unsafe_storage().data() == nullptr);
+    if (t.is_meta() || no_data)
+      throw std::invalid_argument("input '" + v->name + "' of the compiled graph is a tensor without memory (" +
+                                  (t.is_meta() ? std::string("on the meta device") : std::string("no data: a tensor subclass")) +
+                                  "); the graph was compiled for " + v->meta->device.str() + " tensors");
+  }
+}
+
 std::vector<c10::IValue> Executable::execute(std::vector<c10::IValue> inputs, std::vector<int64_t>* times, bool keep_all,
                                              std::vector<c10::IValue>* frame_out) const {
   const auto& ins = graph_->inputs();
@@ -247,6 +266,7 @@ std::vector<c10::IValue> Executable::execute(std::vector<c10::IValue> inputs, st
   if (resolving_.load(std::memory_order_acquire)) adopt_lk = std::unique_lock<std::mutex>(adopt_mu_);
   const bool resolving = adopt_lk.owns_lock() && resolving_.load(std::memory_order_relaxed);
   put_adopted(frame);
+  check_input_memory(frame);
   std::vector<c10::IValue> inputs_frame;  // resolving: the inputs, for the stacks kernels freeze with
   if (resolving) {
     inputs_frame.resize(num_slots_);

@@ -56,6 +56,8 @@ void Executable::adopt_released(const std::vector<c10::IValue>& inputs, const st
   for (int i : positions) {
     const int slot = ins.at(i)->id;
     adopted_[slot] = inputs.at(i).toTensor();
+    released_slot_.resize(num_slots_, 0);
+    released_slot_[slot] = 1;
     adopted_readers_[slot] = readers_of(slot);
     for (const auto& r : adopted_readers_[slot]) steps_[r.first].kernel->will_freeze();
   }
