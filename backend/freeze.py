@@ -236,11 +236,13 @@ def release(gm, example_inputs, compiled: list, fn, as_called) -> list[str]:
     targets = {id(example_inputs[i]): example_inputs[i] for i in positions}
     released, stand_ins = [], {}
     for module, name, t in _owners(targets):
-        stand_in = ReleasedTensor(t, f"{type(module).__name__}.{name}")
-        if isinstance(t, torch.nn.Parameter):
-            stand_in._is_param = True  # nn.Module's setattr takes it as a Parameter
-        setattr(module, name, stand_in)
-        stand_ins.setdefault(id(t), []).append(stand_in)
+        # One stand-in per tensor, on every module holding it: a tensor shared by two modules
+        # stays one tensor to Dynamo (one graph input), as it was when the graph was traced.
+        if id(t) not in stand_ins:
+            stand_ins[id(t)] = ReleasedTensor(t, f"{type(module).__name__}.{name}")
+            if isinstance(t, torch.nn.Parameter):
+                stand_ins[id(t)]._is_param = True  # nn.Module's setattr takes it as a Parameter
+        setattr(module, name, stand_ins[id(t)])
         released.append(f"{type(module).__name__}.{name}")
     cag.released = released
     _remember(as_called[0], example_inputs, positions, stand_ins, fn, as_called[1])
@@ -252,8 +254,8 @@ def release(gm, example_inputs, compiled: list, fn, as_called) -> list[str]:
 # Graphs frozen in this process, for a compile that traces their released stand-ins: first calls
 # racing from several threads each start a Dynamo compile (Dynamo looks its cache up before it
 # takes its compile lock), and those after the first trace the same frame again, now holding
-# ReleasedTensors. Each entry: (graph key, {position: weak refs to its stand-ins}, weak ref to
-# the function returned to Dynamo).
+# ReleasedTensors. Each entry: (graph key, {position: weak ref to its stand-in}, weak ref to the
+# function returned to Dynamo).
 _frozen: list[tuple] = []
 
 
@@ -276,9 +278,10 @@ def _remember(gm, example_inputs, positions, stand_ins: dict, fn, opts) -> None:
         fn_ref = weakref.ref(fn)
     except TypeError:
         fn_ref = lambda: fn  # noqa: E731 - not weakly referenceable: kept as long as the process
-    by_position = {i: [weakref.ref(s) for s in stand_ins.get(id(example_inputs[i]), ())] for i in positions}
+    # The positions a module's stand-in now fills (what a racing compile finds released there).
+    by_position = {i: weakref.ref(stand_ins[id(example_inputs[i])]) for i in positions if id(example_inputs[i]) in stand_ins}
     _frozen[:] = [e for e in _frozen if e[2]() is not None]
-    _frozen.append((_graph_key(gm, example_inputs, set(positions), opts), by_position, fn_ref))
+    _frozen.append((_graph_key(gm, example_inputs, set(by_position), opts), by_position, fn_ref))
 
 
 def reuse(gm, example_inputs, opts):
@@ -293,7 +296,7 @@ def reuse(gm, example_inputs, opts):
         fn = fn_ref()
         if fn is None or entry_key != key or set(by_position) != positions:
             continue
-        if all(any(r() is example_inputs[i] for r in by_position[i]) for i in positions):
+        if all(by_position[i]() is example_inputs[i] for i in positions):
             log.info("fxcpp: Options.freeze: a compile of a frozen graph's frame again (first calls racing from "
                      "threads) reuses its plan")
             return fn

@@ -398,10 +398,26 @@ def test_first_calls_racing_from_threads_all_get_eager_results(fullgraph):
     assert all(isinstance(t, ReleasedTensor) for t in (model[0].weight, model[2].weight, model[4].weight))
 
 
-def test_a_compile_of_the_frame_made_while_the_first_one_runs_reuses_its_plan(caplog):
+class TiedLinears(nn.Module):
+    """Two Linears sharing one weight (read by oneDNN kernels only: released, one stand-in)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.a, self.b = nn.Linear(32, 32), nn.Linear(32, 32)
+        self.b.weight = self.a.weight
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+@pytest.mark.parametrize("name", ["mlp", "conv_bn", "tied"])
+def test_a_compile_of_the_frame_made_while_the_first_one_runs_reuses_its_plan(name, caplog):
     # The race made certain: the first compile waits (in a pre pass) until a second thread has
     # called the model, missed Dynamo's cache and queued on its compile lock; that second
     # compile traces the stand-ins the first one put in place.
+    model, x = {"mlp": (mlp, (8, 64)), "conv_bn": (conv_bn, (2, 3, 8, 8)), "tied": (TiedLinears, (4, 32))}[name]
+    model, x = model().eval(), torch.randn(x)
     first_compile = threading.Event()
 
     def hold_the_first_compile(gm):
@@ -410,8 +426,6 @@ def test_a_compile_of_the_frame_made_while_the_first_one_runs_reuses_its_plan(ca
             time.sleep(1.0)  # the second thread's cache miss happens meanwhile
         return gm
 
-    model = mlp()
-    x = torch.randn(8, 64)
     with torch.no_grad():
         ref = model(x)
     f = torch.compile(model, backend="fxcpp", options={**FREEZE, "pre_passes": [hold_the_first_compile]}, fullgraph=True)
@@ -429,9 +443,14 @@ def test_a_compile_of_the_frame_made_while_the_first_one_runs_reuses_its_plan(ca
         errors = errors_in_threads(call, second_call, timeout=600)
     assert not errors, errors
     assert sum("reuses its plan" in r.getMessage() for r in caplog.records) == 1
-    assert sum("released 6 parameter/buffer" in r.getMessage() for r in caplog.records) == 1
+    assert sum("parameter/buffer tensor(s) of inference graph" in r.getMessage() for r in caplog.records) == 1
+    assert len(got) == 2
     for out in got:
         assert_same(ref, out)
+    released = [t for t in list(model.parameters()) + list(model.buffers()) if isinstance(t, ReleasedTensor)]
+    assert released
+    if name == "tied":
+        assert isinstance(model.a.weight, ReleasedTensor) and model.a.weight is model.b.weight
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "fxcpp"])
