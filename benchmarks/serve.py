@@ -38,13 +38,12 @@ def rss_mb() -> float:
 
 def child(a: dict) -> dict:
     """One configuration's load test, in this process."""
-    from torch._dynamo.utils import same
-
     from . import configs, suite
     from .harness import DTYPES, TOLERANCE
 
     torch.set_num_threads(a["intra_threads"])
     import fxcpp  # noqa: F401  (registers the backend; imported in every child alike)
+    from fxcpp.verify import same_as_eager
 
     spec = next(s for s in (suite.TINY if a.get("tiny") else suite.SUITE) if s.name == a["model"])
     torch.manual_seed(0)
@@ -61,9 +60,11 @@ def child(a: dict) -> dict:
         with torch.no_grad():
             return fn(*pool[i % len(pool)])
 
-    t0 = time.perf_counter()
-    handle(0)  # compiles (one thread), as a service would before taking traffic
-    ready_s = time.perf_counter() - t0
+    ready_s = float("nan")
+    if not a.get("cold"):
+        t0 = time.perf_counter()
+        handle(0)  # compiles (one thread), as a service would before taking traffic
+        ready_s = time.perf_counter() - t0
 
     total = a["clients"] * a["requests"]
     done = [0]
@@ -92,7 +93,7 @@ def child(a: dict) -> dict:
                 continue
             latencies[c].append(time.perf_counter() - t)
             if i % a["check_every"] == 0:
-                ok = same(refs[i % len(pool)], out, tol=TOLERANCE[a["dtype"]], equal_nan=True)
+                ok = same_as_eager(refs[i % len(pool)], out, tol=TOLERANCE[a["dtype"]])
                 with lock:
                     checked[0] += 1
                     wrong[0] += not ok
@@ -145,7 +146,9 @@ def to_markdown(res: dict) -> str:
              f"{a['model']} (batch {a['batch']}, {a['dtype']}): {a['clients']} client threads x {a['requests']} requests "
              f"against a pool of {a['workers']} worker threads ({a['intra_threads']} intra-op thread(s) each); every "
              f"{a['check_every']}th output checked against eager. Each configuration in its own process, interleaved "
-             f"over {a['rounds']} round(s). RSS growth: from a tenth of the requests done to the end.", "",
+             f"over {a['rounds']} round(s). RSS growth: from a tenth of the requests done to the end."
+             + (" Cold: no warm-up call, the workers' first calls compile at once under load." if a.get("cold") else
+                " One warm-up call (compiling) before the load."), "",
              "| round | config | req/s | vs eager | p50 ms | p99 ms | max ms | errors | wrong / checked | "
              "RSS warm MB | RSS end MB | growth |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -175,6 +178,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--workers", type=int, default=None, help="default: the physical cores")
     ap.add_argument("--intra-threads", type=int, default=1)
     ap.add_argument("--distinct", type=int, default=16, help="distinct request inputs")
+    ap.add_argument("--cold", action="store_true",
+                    help="no warm-up call: traffic starts at once, and the workers' first calls compile together")
     ap.add_argument("--check-every", type=int, default=97)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "serving"))
@@ -185,7 +190,7 @@ def main(argv=None) -> dict:
     workers = args.workers or physical_cores()
     a = {"model": args.model, "tiny": args.tiny, "batch": args.batch, "dtype": args.dtype, "clients": args.clients,
          "requests": args.requests, "workers": workers, "intra_threads": args.intra_threads,
-         "distinct": args.distinct, "check_every": args.check_every, "rounds": args.rounds}
+         "distinct": args.distinct, "check_every": args.check_every, "rounds": args.rounds, "cold": args.cold}
     cmd = command_line("benchmarks.serve", argv)
     res = {"machine": machine_info(workers * args.intra_threads, cmd), "args": a, "rounds": []}
     configs = ["eager"] + [c for c in args.configs if c != "eager"]
