@@ -103,9 +103,10 @@ class Executable {
   void plan_peak_bytes();
   void plan_brief();
   std::vector<at::Tensor> static_sources(const std::vector<c10::IValue>& frame) const;
+  // Throws, naming the input, where a tensor has no memory but the plan reads it (not a released slot).
+  void check_input_memory(const std::vector<c10::IValue>& frame) const;
   // Options.freeze: the adopted inputs' tensors into a call's frame; after step `i` of the first
   // call, freezes the readers of each adopted slot read last there and drops it if they all can.
-  void check_input_memory(const std::vector<c10::IValue>& frame) const;
   void put_adopted(std::vector<c10::IValue>& frame) const;
   void drop_adopted_after(size_t i, std::vector<c10::IValue>& inputs_frame) const;
   // (step, arg position) of every step reading `slot` as a direct arg, in step order.
@@ -127,7 +128,7 @@ class Executable {
   mutable std::mutex adopt_mu_;
   mutable std::atomic<bool> resolving_{false};
   mutable std::unordered_map<int, at::Tensor> adopted_;
-  // By slot: inputs handed to adopt_released; calls pass stand-ins without memory there.
+  // By slot: inputs handed to adopt_released (before any call); calls pass stand-ins without memory there.
   mutable std::vector<char> released_slot_;
   mutable std::unordered_map<int, std::vector<std::pair<size_t, int>>> adopted_readers_;  // readers_of each
   mutable std::shared_ptr<const StaticValues> static_values_;  // under static_mu_
