@@ -36,6 +36,8 @@ import weakref
 import torch
 from torch.utils import _pytree as pytree
 
+from .compiled import FxcppCompileError
+
 
 log = logging.getLogger("fxcpp")
 
@@ -60,13 +62,13 @@ class ReleasedTensor(torch.Tensor):
     mode: Dynamo can trace a module holding it (a racing first call's compile, freeze.reuse)."""
 
     @staticmethod
-    def __new__(cls, t, name: str, meta=None):
-        return torch.Tensor._make_wrapper_subclass(cls, t.shape, strides=t.stride(), dtype=t.dtype, device=t.device,
-                                                   requires_grad=t.requires_grad)
+    def __new__(cls, t, name: str, device=None):
+        return torch.Tensor._make_wrapper_subclass(cls, t.shape, strides=t.stride(), dtype=t.dtype,
+                                                   device=device or t.device, requires_grad=t.requires_grad)
 
-    def __init__(self, t, name: str, meta=None):
+    def __init__(self, t, name: str, device=None):
         # The shape on the meta device: what Dynamo fakes when it traces the stand-in.
-        self._released_meta = meta if meta is not None else t.detach().to(device="meta")
+        self._released_meta = t if t.is_meta else t.detach().to(device="meta")
         self.released_name = name
 
     def __tensor_flatten__(self):
@@ -75,8 +77,7 @@ class ReleasedTensor(torch.Tensor):
     @staticmethod
     def __tensor_unflatten__(inner, ctx, outer_size, outer_stride):
         name, device = ctx
-        meta = inner["_released_meta"]
-        return ReleasedTensor(_Like(outer_size, outer_stride, meta.dtype, device, meta.requires_grad), name, meta)
+        return ReleasedTensor(inner["_released_meta"], name, device)
 
     def __repr__(self, *, tensor_contents=None):
         return f"ReleasedTensor({self.released_name!r}, shape={tuple(self.shape)}, dtype={self.dtype})"
@@ -97,21 +98,14 @@ class ReleasedTensor(torch.Tensor):
         name = next(a.released_name for a in pytree.arg_tree_leaves(*args, **kwargs)
                     if isinstance(a, ReleasedTensor))
         raise RuntimeError(
-            f"fxcpp: {name!r} was released by torch.compile(..., options={{'freeze': True}}) once its compiled "
-            f"graph had packed it, so {func} cannot read it. A frozen model runs only through the graphs compiled "
+            f"{_released(name)}, so {func} cannot read it. A frozen model runs only through the graphs compiled "
             f"before the release: compile without freeze=True to call it eagerly, read its state_dict or compile "
             f"graphs for new input shapes, and serve a frozen model under "
             f"torch.compiler.set_stance('fail_on_recompile'), so that a new shape raises instead of compiling.")
 
 
-class _Like:
-    """The metadata ReleasedTensor.__new__ reads, for __tensor_unflatten__."""
-
-    def __init__(self, size, stride, dtype, device, requires_grad):
-        self.shape, self._stride, self.dtype, self.device, self.requires_grad = size, stride, dtype, device, requires_grad
-
-    def stride(self):
-        return self._stride
+def _released(name: str) -> str:
+    return f"fxcpp: {name!r} was released by torch.compile(..., options={{'freeze': True}}) once its compiled graph had packed it"
 
 
 def _fake_mode(args, kwargs):
@@ -301,10 +295,7 @@ def reuse(gm, example_inputs, opts):
                      "threads) reuses its plan")
             return fn
     name = example_inputs[min(positions)].released_name
-    from .compiled import FxcppCompileError
-
     raise FxcppCompileError(
-        f"fxcpp: {name!r} was released by torch.compile(..., options={{'freeze': True}}) once its compiled graph had "
-        f"packed it, and a graph compiled after the release reads it (a new input shape or a changed model): "
+        f"{_released(name)}, and a graph compiled after the release reads it (a new input shape or a changed model): "
         f"serve a frozen model under torch.compiler.set_stance('fail_on_recompile'), with the shapes it will see "
         f"compiled first (mark_dynamic).")
