@@ -2,9 +2,10 @@
 except where ATen's output would be a fresh mapping at every call: 32 MiB and more of static
 shape (cpu_fusion.cpp, maps_fresh_output). The fused kernel takes its output from the buffer
 pool there (benchmarks/results/cpu-fusion-amx/lone_norms*.txt). Also except the ops whose fused
-kernel alone beats ATen's, as measured (cpu_ops.cpp, faster_fused_alone;
-benchmarks/results/lone-ops/): the exp family in every dtype, erf-GELU in bf16/fp16, sin, cos and
-sqrt in fp32."""
+kernel alone beats ATen's, as measured per ISA (cpu_ops.cpp, faster_fused_alone;
+benchmarks/results/lone-ops/ on AVX2, lone-ops-avx512/ on AVX-512): the exp family in every dtype,
+erf-GELU in bf16/fp16 (fp16 only on AVX-512), sin, cos and sqrt in fp32; on AVX-512 also log in
+fp32 and sin, cos and rsqrt in bf16/fp16."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -49,14 +50,23 @@ def test_a_lone_op_of_symbolic_shape_stays_on_aten():
     torch.testing.assert_close(res, lone_softmax(x))
 
 
-FASTER_ALONE = {  # name: (op, dtypes it fuses alone in)
-    "exp": (torch.exp, "all"), "sigmoid": (torch.sigmoid, "all"), "silu": (F.silu, "all"),
-    "mish": (F.mish, "all"), "softplus": (F.softplus, "all"), "tanh": (torch.tanh, "all"),
-    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), "all"),
-    "gelu": (F.gelu, "low"), "sin": (torch.sin, "fp32"), "cos": (torch.cos, "fp32"), "sqrt": (torch.sqrt, "fp32"),
+ALL, LOW = {"fp32", "bf16", "fp16"}, {"bf16", "fp16"}
+# name: (op, dtypes it fuses alone in under AVX2 and the portable build, the same under AVX-512)
+FASTER_ALONE = {
+    "exp": (torch.exp, ALL, ALL), "sigmoid": (torch.sigmoid, ALL, ALL), "silu": (F.silu, ALL, ALL),
+    "mish": (F.mish, ALL, ALL), "softplus": (F.softplus, ALL, ALL), "tanh": (torch.tanh, ALL, ALL),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), ALL, ALL),
+    "gelu": (F.gelu, LOW, {"fp16"}), "sin": (torch.sin, {"fp32"}, ALL), "cos": (torch.cos, {"fp32"}, ALL),
+    "sqrt": (torch.sqrt, {"fp32"}, {"fp32"}), "log": (torch.log, set(), {"fp32"}), "rsqrt": (torch.rsqrt, set(), LOW),
 }
-SLOWER_ALONE = {"log": torch.log, "erf": torch.erf, "relu": torch.relu, "rsqrt": torch.rsqrt, "abs": torch.abs}
+SLOWER_ALONE = {"erf": torch.erf, "relu": torch.relu, "abs": torch.abs, "expm1": torch.expm1}  # in every dtype, every ISA
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _isa():
+    import fxcpp
+
+    return fxcpp._C.host_info()["aten_isa"]  # what torch dispatches to here, and so the rule
 
 
 def _inputs(name, dtype):
@@ -70,17 +80,54 @@ def _inputs(name, dtype):
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
 @pytest.mark.parametrize("name", sorted(FASTER_ALONE))
 def test_a_lone_op_faster_fused_fuses_in_its_dtypes(name, dtype):
-    op, where = FASTER_ALONE[name]
-    fuses = where == "all" or (where == "fp32") == (dtype == "fp32")
+    op, where_avx2, where_avx512 = FASTER_ALONE[name]
+    fuses = dtype in (where_avx512 if _isa() == "avx512" else where_avx2)
     report, _, _ = compare(lambda x: op(x), _inputs(name, DTYPES[dtype]), check_fused=fuses)
     if not fuses:
         assert report.kernel_counts["cpu_fused"] == 0 and report.kernel_counts["aten"] == 1, report
 
 
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
 @pytest.mark.parametrize("name", sorted(SLOWER_ALONE))
-def test_a_lone_op_aten_runs_faster_stays_on_aten(name):
-    report, _, _ = compare(lambda x: SLOWER_ALONE[name](x), _inputs(name, torch.float32), check_fused=False)
+def test_a_lone_op_aten_runs_faster_stays_on_aten(name, dtype):
+    report, _, _ = compare(lambda x: SLOWER_ALONE[name](x), _inputs(name, DTYPES[dtype]), check_fused=False)
     assert report.kernel_counts["cpu_fused"] == 0 and report.kernel_counts["aten"] == 1, report
+
+
+_RULE_PROBE = """
+import json, torch, torch.nn.functional as F, fxcpp
+ops = {"gelu": F.gelu, "log": torch.log, "sin": torch.sin, "rsqrt": torch.rsqrt, "sqrt": torch.sqrt}
+out = {"isa": fxcpp._C.host_info()["aten_isa"]}
+for dt in ("float32", "bfloat16", "float16"):
+    for name, op in ops.items():
+        torch._dynamo.reset()
+        with torch.no_grad():
+            r = fxcpp.explain(lambda x: op(x), torch.rand(64, 100).add(0.5).to(getattr(torch, dt)))
+        out[name + " " + dt] = r.kernel_counts["cpu_fused"]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("cap", ["avx2", "avx512"])
+def test_the_lone_op_rule_follows_the_isa_torch_dispatches_to(cap):
+    """Both rules on one host: ATEN_CPU_CAPABILITY lowers torch's dispatch, ATen's kernels and ours
+    with it (an AVX-512 host runs the AVX2 rule under avx2; an AVX2 host cannot run the AVX-512 one)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    if cap == "avx512" and torch.backends.cpu.get_cpu_capability() != "AVX512":
+        pytest.skip("this host has no AVX-512: its rule cannot run here")
+    env = dict(os.environ, ATEN_CPU_CAPABILITY=cap)
+    out = json.loads(subprocess.run([sys.executable, "-c", _RULE_PROBE], env=env, capture_output=True, text=True,
+                                    check=True, timeout=600).stdout.strip().splitlines()[-1])
+    assert out.pop("isa") == cap
+    for key, fused in out.items():
+        name, dt = key.split()
+        short = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}[dt]
+        expected = short in FASTER_ALONE[name][2 if cap == "avx512" else 1]
+        assert fused == int(expected), (key, fused, out)
 
 
 def test_a_lone_op_faster_fused_keeps_strided_and_channels_last_layouts():

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "passes/fusion/fusion_util.h"
+#include "runtime/cpu/isa.h"
 
 namespace fxcpp::fusion {
 
@@ -109,26 +110,39 @@ bool const_string(const Arg& a, std::string& out) {
 
 bool is_variance(const Node& n) { return is_variance_key(key_of(n)); }
 
-// Measured one op at a time on the AVX2 host (benchmarks/results/lone-ops/): the fused kernel
-// computing op(x) * 2 against ATen's op(x) alone, 4K to 4M elements, fp32, bf16 and fp16. These
-// took 0.55-0.93x ATen's time at every size: exp, sigmoid, SiLU, Mish, softplus and tanh-GELU
-// (ours inline the exp and run two vectors in lockstep; ATen's call Sleef out of line, or widen
-// bf16/fp16 around it), erf-GELU in bf16/fp16, and sin, cos and sqrt in fp32 only (in bf16/fp16
-// those three took 0.95-1.98x). tanh too since its pairs run inline on AVX2 (inline-pair-lambdas/):
-// 0.42-0.95x from 4K to 4M elements in every dtype (before, 1.16-1.42x at 4K). Left on ATen: log,
-// log1p, expm1, erf, rsqrt, reciprocal, hardswish, elu, relu, abs (0.89-3.5x, most above 1) and
-// fp32 erf-GELU (1.12-1.17x above 1M elements: ATen's own polynomial).
+// Measured one op at a time, plan against plan, on each host class: the fused kernel against
+// ATen's op alone, 4K to 4M elements, fp32, bf16 and fp16. The rule follows the ISA torch
+// dispatches to (isa.h), which both ATen's kernels and ours are built for.
+//
+// AVX2 (benchmarks/results/lone-ops/, AMD Zen 3; the fused side computed op(x) * 2): 0.55-0.93x
+// ATen's time at every size for exp, sigmoid, SiLU, Mish, softplus and tanh-GELU (ours inline the
+// exp and run two vectors in lockstep; ATen's call Sleef out of line, or widen bf16/fp16 around
+// it), erf-GELU in bf16/fp16, and sin, cos and sqrt in fp32 only (in bf16/fp16 those three took
+// 0.95-1.98x). tanh too since its pairs run inline (inline-pair-lambdas/): 0.42-0.95x. Left on
+// ATen: log, log1p, expm1, erf, rsqrt, reciprocal, hardswish, elu, relu, abs (0.89-3.5x, most
+// above 1) and fp32 erf-GELU (1.12-1.17x above 1M elements: ATen's own polynomial).
+//
+// AVX-512 (benchmarks/results/lone-ops-avx512/, AMD Zen 5 with AVX-512-BF16): the same ops win
+// (0.19-0.93x), except erf-GELU in bf16: 1.63x ATen's time from 1.6M elements, whose bf16 GELU
+// there takes 0.6x its own fp32 GELU's time; it stays on ATen (fp16's wins, 0.71-0.81x). Won there
+// besides, at every size: fp32 log (0.46-0.59x), sin and cos in bf16/fp16 (0.53-0.77x), rsqrt in
+// bf16/fp16 (0.74-0.90x).
 bool faster_fused_alone(const Node& n) {
   if (!n.is_aten() || n.outputs.empty() || !n.outputs[0]->meta) return false;
   const std::string k = key_of(n);
   const bool fp32 = n.outputs[0]->meta->dtype == c10::kFloat;
+  const bool bf16 = n.outputs[0]->meta->dtype == c10::kBFloat16;
+  const bool avx512 = cpu::isa() == cpu::Isa::kAvx512;
   if (k == "aten::exp" || k == "aten::sigmoid" || k == "aten::silu" || k == "aten::mish" || k == "aten::softplus" ||
       k == "aten::tanh")
     return true;
-  if (k == "aten::sin" || k == "aten::cos" || k == "aten::sqrt") return fp32;
+  if (k == "aten::sin" || k == "aten::cos") return fp32 || avx512;
+  if (k == "aten::sqrt") return fp32;
+  if (k == "aten::log") return fp32 && avx512;
+  if (k == "aten::rsqrt") return !fp32 && avx512;
   std::string approximate;
   if (k != "aten::gelu" || !const_string(n.args[1], approximate)) return false;
-  return approximate == "tanh" || !fp32;
+  return approximate == "tanh" || (!fp32 && !(bf16 && avx512));
 }
 
 bool steps_on_its_inputs(const Node& n) {

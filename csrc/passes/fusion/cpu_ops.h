@@ -27,8 +27,9 @@ struct CpuOp {
 // is worth a fused kernel (cpu_fusion.cpp).
 bool is_variance(const Node& n);
 
-// An op whose fused kernel alone beats ATen's, as measured (exp, sigmoid, SiLU, Mish, softplus,
-// tanh, tanh-GELU; erf-GELU in bf16/fp16; sin, cos, sqrt in fp32): worth a fused node by itself.
+// An op whose fused kernel alone beats ATen's, as measured on each ISA (exp, sigmoid, SiLU, Mish,
+// softplus, tanh, tanh-GELU; erf-GELU in low precision; sin, cos, sqrt in fp32; on AVX-512 also
+// log in fp32 and sin, cos, rsqrt in bf16/fp16, not erf-GELU in bf16): worth a fused node by itself.
 bool faster_fused_alone(const Node& n);
 
 // Whether a tiny change of an input can flip n's output (comparisons, logical ops on floats,
