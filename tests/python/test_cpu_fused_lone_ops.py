@@ -175,3 +175,21 @@ def test_a_transcendental_program_split_across_threads_from_4k_elements_matches_
         compare(lambda t: torch.tanh(t) * 2 + F.silu(t), [x])
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("shape", [(6144,), (6145,), (8192,), (8193,), (3, 2731), (2, 4097)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("threads", [2, 3])
+def test_a_one_exp_program_around_its_avx512_grain_matches_eager(shape, dtype, threads):
+    """Under AVX-512 a program worth one exp splits above 8192 elements in fp32 and 6144 with a bf16
+    operand (pointwise_grain_long in runtime/cpu/interp.h); these sizes sit on each side of both
+    (on AVX2 they all split: the same check)."""
+    x = torch.randn(shape).to(dtype)
+    x.view(-1)[:4] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0]).to(dtype)
+    x.view(-1)[-2:] = torch.tensor([90.0, -110.0]).to(dtype)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        compare(lambda t: torch.exp(t) * t, [x])
+    finally:
+        torch.set_num_threads(before)

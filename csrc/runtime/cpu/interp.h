@@ -43,6 +43,7 @@ constexpr int64_t kGrain = 32768;  // elements below which a loop stays on one t
 // ATen's time with 8192, 0.48-1.38x with 32768 (benchmarks/results/grain-transcendental/); 4096,
 // with blocks balanced across threads (balance_blocks), took 0.62-0.99x 8192's time from 4097 to
 // 8193 elements, except a lone fp32 exp at 4097 (1.06x) (benchmarks/results/grain-balanced/).
+// Under AVX-512 a program worth one exp takes a larger grain (pointwise_grain_long).
 constexpr int64_t kGrainLong = 4096;
 
 // Register memory, 64-byte aligned: a 64-byte vector access to it never straddles two cache
@@ -197,6 +198,28 @@ inline bool spends_long(POp op) {
 // the prefetch of what comes next (NextRows).
 inline int64_t long_instructions(const std::vector<PInstr>& code) {
   return std::count_if(code.begin(), code.end(), [](const PInstr& I) { return spends_long(I.op); });
+}
+
+// Elements above which a pointwise program with a transcendental splits across threads. Under
+// AVX-512 one exp-like op per element (exp, sigmoid, SiLU, sin, the erf GELU) is cheap enough that
+// splitting 4097-8192 fp32 elements cost more than the second thread saved, and 4097-6144 bf16 ones
+// (whose loads and stores convert): one thread took 0.60-0.94x the time there
+// (benchmarks/results/grain-balanced-avx512/). Programs worth two or more of them (tanh, the tanh
+// GELU and log count two) keep gaining from the split at 4097 (0.64-0.90x). Under AVX2, where each
+// costs twice the vector steps, 4096 for all (benchmarks/results/grain-balanced/).
+inline int64_t pointwise_grain_long(const std::vector<PInstr>& code, bool narrow_io) {
+#if defined(CPU_CAPABILITY_AVX512)
+  int64_t exps = 0;
+  for (const PInstr& I : code) {
+    const bool heavy = I.op == POp::Tanh || I.op == POp::GeluTanh || I.op == POp::Log || I.op == POp::Log1p;
+    exps += heavy ? 2 : spends_long(I.op) ? 1 : 0;
+  }
+  if (exps >= 2) return kGrainLong;
+  return narrow_io ? kGrainLong * 3 / 2 : 2 * kGrainLong;
+#else
+  (void)code, (void)narrow_io;
+  return kGrainLong;
+#endif
 }
 
 // The input lines of the next block (of rows), the next long row, or the pointwise block two
@@ -774,7 +797,10 @@ inline void run_pointwise(const FusedCall& c) {
   for (int d = 0; d + 1 < c.ndim; ++d) outer *= c.sizes[d];
   int64_t nb = (inner + kBlock - 1) / kBlock;  // blocks per row
   int64_t blk = std::min(inner, kBlock);       // elements per block
-  const int64_t grain = n_long > 0 ? kGrainLong : kGrain;
+  bool narrow_io = false;  // an operand not in fp32 (bf16, fp16, a mask): its loads or stores convert
+  for (const auto& t : c.in) narrow_io |= t.dtype != c10::kFloat;
+  for (const auto& t : c.out) narrow_io |= t.dtype != c10::kFloat;
+  const int64_t grain = n_long > 0 ? pointwise_grain_long(p.phases[0], narrow_io) : kGrain;
   balance_blocks(outer, inner, grain, nb, blk);
   at::parallel_for(0, outer * nb, std::max<int64_t>(1, grain / std::max<int64_t>(blk, 1)), [&](int64_t b0, int64_t b1) {
     thread_local Regs R;
