@@ -40,6 +40,22 @@ def median_ms(fn, calls: int = 300, warmup: int = 10) -> float:
     return statistics.median(ts) * 1e3
 
 
+def best_us(fn, calls: int, loops: int = 5, warmup: int = 3) -> float:
+    """Best per-call us over `loops` timed loops of `calls` calls of fn, after `warmup` untimed ones
+    (the plans' A/B scripts: the minimum drops the VM's slow phases)."""
+    import time
+
+    for _ in range(warmup):
+        fn()
+    best = float("inf")
+    for _ in range(loops):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / calls)
+    return round(best * 1e6, 2)
+
+
 def child_output(script: str, install: str, *args: str):
     """`script --child *args` run with PYTHONPATH=install, from /tmp (so that a working tree's
     sources cannot be imported instead): its last stdout line as JSON, a dict whose "fxcpp_from"

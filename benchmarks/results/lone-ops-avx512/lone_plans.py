@@ -13,14 +13,15 @@ Arguments, if any, name the ops to run (the rest are skipped).
 import json
 import os
 import sys
-import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../tests/cpp"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "../../../tests/cpp"))
+sys.path.append(os.path.join(HERE, "../../.."))  # benchmarks.ab_installs; the install under test stays first
 import torch
 import torch.nn.functional as F
 from graphs import lowered
 
-import fxcpp
+from benchmarks.ab_installs import best_us
 from fxcpp import _C
 
 torch.set_num_threads(2)
@@ -41,15 +42,7 @@ def plan(fn, x):
 
 
 def best(ex, xs, n):
-    for _ in range(3):
-        ex.run(xs)
-    b = 1e9
-    for _ in range(5):
-        t = time.perf_counter()
-        for _ in range(n):
-            ex.run(xs)
-        b = min(b, (time.perf_counter() - t) / n)
-    return round(b * 1e6, 2)
+    return best_us(lambda: ex.run(xs), n)
 
 
 out = {"host": _C.host_info()["summary"], "torch": torch.__version__}
