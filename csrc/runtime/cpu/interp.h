@@ -203,10 +203,10 @@ inline int64_t long_instructions(const std::vector<PInstr>& code) {
 // Elements above which a pointwise program with a transcendental splits across threads. Under
 // AVX-512 one exp-like op per element (exp, sigmoid, SiLU, sin, the erf GELU) is cheap enough that
 // splitting 4097-8192 fp32 elements cost more than the second thread saved, and 4097-6144 bf16 ones
-// (whose loads and stores convert): one thread took 0.60-0.94x the time there
-// (benchmarks/results/grain-balanced-avx512/). Programs worth two or more of them (tanh, the tanh
-// GELU and log count two) keep gaining from the split at 4097 (0.64-0.90x). Under AVX2, where each
-// costs twice the vector steps, 4096 for all (benchmarks/results/grain-balanced/).
+// (whose loads and stores convert): one thread took 0.79-0.93x the time there, one case 1.06x (fp32
+// erf GELU at 8192) (benchmarks/results/grain-balanced-avx512/). Programs worth two or more of them
+// (tanh, the tanh GELU and log count two) gain from the split from 4097 (0.64-1.00x at 4097-8192).
+// Under AVX2, where each costs twice the vector steps, 4096 for all (benchmarks/results/grain-balanced/).
 inline int64_t pointwise_grain_long(const std::vector<PInstr>& code, bool narrow_io) {
 #if defined(CPU_CAPABILITY_AVX512)
   int64_t exps = 0;
