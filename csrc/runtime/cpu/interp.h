@@ -207,17 +207,20 @@ inline int64_t long_instructions(const std::vector<PInstr>& code) {
 // erf GELU at 8192) (benchmarks/results/grain-balanced-avx512/). Programs worth two or more of them
 // (tanh, the tanh GELU and log count two) gain from the split from 4097 (0.64-1.00x at 4097-8192).
 // Under AVX2, where each costs twice the vector steps, 4096 for all (benchmarks/results/grain-balanced/).
-inline int64_t pointwise_grain_long(const std::vector<PInstr>& code, bool narrow_io) {
+inline int64_t pointwise_grain_long(const FusedCall& c) {
 #if defined(CPU_CAPABILITY_AVX512)
   int64_t exps = 0;
-  for (const PInstr& I : code) {
+  for (const PInstr& I : c.prog->phases[0]) {
     const bool heavy = I.op == POp::Tanh || I.op == POp::GeluTanh || I.op == POp::Log || I.op == POp::Log1p;
     exps += heavy ? 2 : spends_long(I.op) ? 1 : 0;
   }
   if (exps >= 2) return kGrainLong;
+  bool narrow_io = false;  // an operand not in fp32 (bf16, fp16, a mask): its loads or stores convert
+  for (const auto& t : c.in) narrow_io |= t.dtype != c10::kFloat;
+  for (const auto& t : c.out) narrow_io |= t.dtype != c10::kFloat;
   return narrow_io ? kGrainLong * 3 / 2 : 2 * kGrainLong;
 #else
-  (void)code, (void)narrow_io;
+  (void)c;
   return kGrainLong;
 #endif
 }
@@ -797,10 +800,7 @@ inline void run_pointwise(const FusedCall& c) {
   for (int d = 0; d + 1 < c.ndim; ++d) outer *= c.sizes[d];
   int64_t nb = (inner + kBlock - 1) / kBlock;  // blocks per row
   int64_t blk = std::min(inner, kBlock);       // elements per block
-  bool narrow_io = false;  // an operand not in fp32 (bf16, fp16, a mask): its loads or stores convert
-  for (const auto& t : c.in) narrow_io |= t.dtype != c10::kFloat;
-  for (const auto& t : c.out) narrow_io |= t.dtype != c10::kFloat;
-  const int64_t grain = n_long > 0 ? pointwise_grain_long(p.phases[0], narrow_io) : kGrain;
+  const int64_t grain = n_long > 0 ? pointwise_grain_long(c) : kGrain;
   balance_blocks(outer, inner, grain, nb, blk);
   at::parallel_for(0, outer * nb, std::max<int64_t>(1, grain / std::max<int64_t>(blk, 1)), [&](int64_t b0, int64_t b1) {
     thread_local Regs R;
