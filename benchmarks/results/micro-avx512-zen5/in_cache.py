@@ -1,14 +1,19 @@
-import torch, time, fxcpp, sys
+"""make micro's bandwidth kernels on 64 and 256 rows (in cache) against the full size, compiled
+with fxcpp: us per call (best of 5 loops), ns an element, GB/s of minimal traffic. 2 threads.
+
+    python benchmarks/results/micro-avx512-zen5/in_cache.py [kernel ...] > in_cache.txt
+"""
+import os
+import sys
+
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../.."))
+import torch
 import torch.nn.functional as F
+
+import fxcpp  # noqa: F401  (registers the backend)
+from benchmarks.ab_installs import best_us
+
 torch.set_num_threads(2)
-def bench(f, xs, reps):
-    for _ in range(3): f(*xs)
-    best = 1e9
-    for _ in range(5):
-        t = time.perf_counter()
-        for _ in range(reps): f(*xs)
-        best = min(best, (time.perf_counter() - t) / reps)
-    return best
 cases = {
  "tanh_chain": (lambda x: torch.tanh(torch.relu(x * 2 + 1)), lambda R, n: [torch.randn(R, n)], 2),
  "pw4": (lambda x: torch.relu(x * 2 + 1) * 3, lambda R, n: [torch.randn(R, n)], 2),
@@ -24,6 +29,6 @@ for name in sel:
         xs = mk(R, n)
         f = torch.compile(fn, backend="fxcpp", dynamic=False)
         with torch.no_grad():
-            t = bench(f, xs, max(3, (1 << 26) // (R * n) // 4))
+            t = best_us(lambda: f(*xs), max(3, (1 << 26) // (R * n) // 4)) * 1e-6
         print(f"{name:10s} R={R:6d} n={n} {t*1e6:9.1f} us  {t/(R*n)*1e9:.3f} ns/elt  {4*words*R*n/t/1e9:.1f} GB/s", flush=True)
         torch._dynamo.reset()
