@@ -6,12 +6,14 @@ namespace fxcpp {
 void register_onednn_kernels(KernelRegistry& r);  // runtime/onednn/register.cpp
 #endif
 std::unique_ptr<Kernel> make_cpu_fused_kernel(const Node& n);  // runtime/cpu/fused_kernel.cpp
+void register_attention_kernel(KernelRegistry& r);             // runtime/aten/attention_fp32.cpp
 
 KernelRegistry& kernel_registry() {
   // Specialized kernels (oneDNN, fused CPU, CUDA) register here, once.
   static KernelRegistry registry = [] {
     KernelRegistry r;
     r.add("cpu::fused", make_cpu_fused_kernel);
+    register_attention_kernel(r);
 #ifdef FXCPP_HAS_ONEDNN
     register_onednn_kernels(r);
 #endif

@@ -1,0 +1,83 @@
+// ATen's CPU flash attention, run in fp32 for fp16 queries on a CPU without AVX512-FP16. There
+// its fp16 GEMMs have no native kernels: 1.9-2.7x its fp32 time, under AVX-512 and AVX2 dispatch
+// alike. Widened into pooled buffers, run in fp32 and rounded once, the same calls take 0.39-0.57x
+// the fp16 time (benchmarks/results/attention-fp32/). The result is eager's kernel on unrounded
+// operands: more accurate than eager's, never less. bf16 stays native: on AVX-512-BF16 the widened
+// calls took 0.91-1.12x the native ones over two runs (no steady gain); AMX hosts have ATen's AMX
+// kernels, and AVX2 hosts were not measured. FXCPP_ATTENTION=fp32 or =native forces either for
+// bf16 and fp16 where the kernel is created (tests take both paths on any host).
+#include <ATen/ExpandUtils.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "runtime/buffer_pool.h"
+#include "runtime/host.h"
+#include "runtime/kernel.h"
+
+namespace fxcpp {
+namespace {
+
+constexpr const char* kOp = "aten::_scaled_dot_product_flash_attention_for_cpu";
+constexpr int kMaskArg = 5;  // query, key, value, dropout_p, is_causal, *, attn_mask, scale
+
+bool attention_in_fp32(c10::ScalarType t) {
+  const char* force = std::getenv("FXCPP_ATTENTION");
+  if (force && std::string(force) == "native") return false;
+  if (t != c10::kHalf && t != c10::kBFloat16) return false;
+  if (force && std::string(force) == "fp32") return true;
+  return t == c10::kHalf && !host().avx512_fp16;
+}
+
+// t's values in dtype dt, in a pooled buffer (a fresh allocation of a few MB would fault its
+// pages in at every call), laid out in t's dimension order as empty_like lays it out: ATen's
+// attention lays its output out after the query's, and the graph's views of that output were
+// traced on the native call's (GPT-2's query, a slice of one qkv projection, is not dense; made
+// contiguous, the output's transpose no longer viewed as [b, L, h * d]).
+at::Tensor converted(const at::Tensor& t, c10::ScalarType dt) {
+  at::Tensor out = pooled_empty_strided(t.sizes(), at::infer_dense_strides(t.sizes(), t.strides()), dt);
+  out.copy_(t);
+  return out;
+}
+
+class AttentionInFp32 final : public Kernel {
+ public:
+  AttentionInFp32(c10::OperatorHandle op, c10::ScalarType dt) : op_(std::move(op)), dt_(dt) {}
+
+  void run(Stack& stack) const override {
+    const at::Tensor q = stack[0].toTensor();
+    if (q.scalar_type() != dt_ || !q.device().is_cpu()) {  // not what it was compiled for: as eager
+      op_.callBoxed(&stack);
+      return;
+    }
+    for (int i = 0; i < 3; ++i) stack[i] = converted(stack[i].toTensor(), c10::kFloat);
+    if (stack[kMaskArg].isTensor() && stack[kMaskArg].toTensor().scalar_type() == dt_)  // a bool mask stays
+      stack[kMaskArg] = converted(stack[kMaskArg].toTensor(), c10::kFloat);
+    op_.callBoxed(&stack);
+    stack[0] = converted(stack[0].toTensor(), dt_);  // logsumexp (stack[1]) is fp32 either way
+  }
+  const char* kind() const override { return "aten"; }
+  std::string describe() const override {
+    const std::string dt = dt_ == c10::kHalf ? "fp16" : "bf16";
+    return "aten in fp32: the " + dt + " operands widened, ATen's fp32 attention, the output rounded once (faster than " +
+           "its " + dt + " attention on this host)";
+  }
+
+ private:
+  c10::OperatorHandle op_;
+  c10::ScalarType dt_;
+};
+
+}  // namespace
+
+void register_attention_kernel(KernelRegistry& r) {
+  r.add(kOp, [](const Node& n) -> std::unique_ptr<Kernel> {
+    if (!n.op || n.args.empty() || n.args[0].kind != Arg::Kind::Value || !n.args[0].value->meta) return nullptr;
+    const c10::ScalarType dt = n.args[0].value->meta->dtype;
+    if (!attention_in_fp32(dt)) return nullptr;
+    return std::make_unique<AttentionInFp32>(*n.op, dt);
+  });
+}
+
+}  // namespace fxcpp

@@ -1,0 +1,142 @@
+"""ATen's CPU flash attention in fp32 for fp16 queries (runtime/aten/attention_fp32.cpp): without
+AVX512-FP16 the operands are widened, ATen's fp32 kernel runs and the output is rounded once.
+FXCPP_ATTENTION=fp32 / =native force either path, for bf16 too, at compile time, so both are
+tested on every host."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import fxcpp
+from helpers import assert_same
+
+WIDENED = "aten in fp32"
+
+
+def attention_row(report):
+    rows = [r for r in report.rows if r.op == "aten::_scaled_dot_product_flash_attention_for_cpu"]
+    assert len(rows) == 1, report
+    return rows[0]
+
+
+def heads(x, h):  # [b, L, h*d] -> [b, h, L, d], a strided view as a model's projections give
+    b, L, hd = x.shape
+    return x.view(b, L, h, hd // h).transpose(1, 2)
+
+
+def attention(x, wq, wk, wv, mask=None, causal=False, scale=None):
+    q, k, v = (heads(F.linear(x, w), 4) for w in (wq, wk, wv))
+    o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=scale)
+    return o.transpose(1, 2).flatten(2)
+
+
+def inputs(dtype, mask=None, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(2, 24, 64, generator=g)
+    ws = [torch.randn(64, 64, generator=g) / 8 for _ in range(3)]
+    xs = [t.to(dtype) for t in (x, *ws)]
+    if mask == "float":
+        xs.append((torch.randn(2, 1, 24, 24, generator=g) * 2).to(dtype))
+    elif mask == "bool":
+        m = torch.rand(2, 1, 24, 24, generator=g) > 0.3
+        m[..., 0] = True  # every query sees one key: no all-masked row (NaN in eager)
+        xs.append(m)
+    return xs
+
+
+def run(fn, xs):
+    torch._dynamo.reset()
+    with torch.no_grad():
+        report = fxcpp.explain(fn, *xs)
+        torch._dynamo.reset()
+        res = torch.compile(fn, backend="fxcpp")(*xs)
+        ref = fn(*xs)
+        ref64 = fn(*[x.double() if x.is_floating_point() else x for x in xs])
+    return report, res, ref, ref64
+
+
+CASES = {
+    "plain": (None, {}),
+    "causal": (None, {"causal": True}),
+    "scale": (None, {"scale": 0.3}),
+    "float_mask": ("float", {}),
+    "bool_mask": ("bool", {}),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_attention_forced_to_fp32_matches_eager_by_the_fp64_rule(case, dtype, monkeypatch):
+    monkeypatch.setenv("FXCPP_ATTENTION", "fp32")
+    mask, kw = CASES[case]
+    xs = inputs(dtype, mask)
+    fn = (lambda x, a, b, c, m: attention(x, a, b, c, m, **kw)) if mask else (lambda x, a, b, c: attention(x, a, b, c, **kw))
+    report, res, ref, ref64 = run(fn, xs)
+    assert attention_row(report).impl.startswith(WIDENED), report
+    assert res.dtype == ref.dtype and res.stride() == ref.stride()
+    assert_same(ref, res, fp64_ref=ref64)
+
+
+def gpt2_attention(x, w):
+    """GPT-2's: q, k and v are slices of one projection (not dense), and the output's transpose
+    is viewed (not reshaped) as [b, L, h * d]: it must come back laid out as the native call's."""
+    b, L, _ = x.shape
+    q, k, v = F.linear(x, w).split(64, dim=2)
+    q, k, v = (t.view(b, L, 4, 16).transpose(1, 2) for t in (q, k, v))
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return o.transpose(1, 2).view(b, L, 64), o
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+def test_sliced_queries_give_the_native_calls_output_layout(dtype, monkeypatch):
+    monkeypatch.setenv("FXCPP_ATTENTION", "fp32")
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(2, 24, 64, generator=g).to(dtype), (torch.randn(192, 64, generator=g) / 8).to(dtype)]
+    report, res, ref, ref64 = run(gpt2_attention, xs)
+    assert attention_row(report).impl.startswith(WIDENED), report
+    for r, c, r64 in zip(ref, res, ref64):
+        assert c.stride() == r.stride()
+        assert_same(r, c, fp64_ref=r64)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+def test_attention_forced_native_is_eagers_own_op(dtype, monkeypatch):
+    monkeypatch.setenv("FXCPP_ATTENTION", "native")
+    q, k, v = (torch.randn(2, 4, 24, 16, generator=torch.Generator().manual_seed(i)).to(dtype) for i in range(3))
+    report, res, ref, _ = run(F.scaled_dot_product_attention, [q, k, v])
+    assert attention_row(report).kernel == "aten" and not attention_row(report).impl, report
+    assert torch.equal(res, ref)  # the same kernel on the same operands: the same bits
+
+
+def test_fp32_attention_is_never_widened(monkeypatch):
+    monkeypatch.setenv("FXCPP_ATTENTION", "fp32")
+    q = torch.randn(2, 4, 24, 16)
+    report, res, ref, _ = run(F.scaled_dot_product_attention, [q, q * 0.5, q + 1])
+    assert not attention_row(report).impl, report
+    torch.testing.assert_close(res, ref)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+def test_the_default_follows_the_host(dtype, monkeypatch):
+    """fp16 widens without AVX512-FP16; bf16 stays native (benchmarks/results/attention-fp32/)."""
+    monkeypatch.delenv("FXCPP_ATTENTION", raising=False)
+    h = fxcpp._C.host_info()
+    expected = dtype == torch.float16 and not h["avx512_fp16"]
+    q = torch.randn(1, 2, 8, 16).to(dtype)
+    report, res, ref, ref64 = run(F.scaled_dot_product_attention, [q, q * 0.5, q + 1])
+    assert attention_row(report).impl.startswith(WIDENED) == expected, (h, report)
+    assert_same(ref, res, fp64_ref=ref64)
+
+
+def test_later_calls_reuse_the_pooled_buffers_and_stay_right(monkeypatch):
+    """Operands of 1 MiB and more are widened into the buffer pool: each later call must read
+    its own values, not an earlier call's."""
+    monkeypatch.setenv("FXCPP_ATTENTION", "fp32")
+    torch._dynamo.reset()
+    fn = torch.compile(attention, backend="fxcpp")
+    hits = fxcpp._C.cpu_fused_stats()["pool_hits"]
+    with torch.no_grad():
+        for seed in range(3):
+            g = torch.Generator().manual_seed(seed)
+            xs = [t.half() for t in (torch.randn(4, 256, 256, generator=g), *(torch.randn(256, 256, generator=g) / 16 for _ in range(3)))]
+            assert_same(attention(*xs), fn(*xs), fp64_ref=attention(*[x.double() for x in xs]))
+    assert fxcpp._C.cpu_fused_stats()["pool_hits"] > hits
