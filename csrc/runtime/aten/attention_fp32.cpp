@@ -1,9 +1,9 @@
 // ATen's CPU flash attention, run in fp32 for fp16 queries on a CPU without AVX512-FP16. There
-// its fp16 GEMMs have no native kernels: 1.9-2.7x its fp32 time, under AVX-512 and AVX2 dispatch
-// alike. Widened into pooled buffers, run in fp32 and rounded once, the same calls take 0.39-0.57x
+// its fp16 GEMMs have no native kernels: 1.8-2.7x its fp32 time, under AVX-512 and AVX2 dispatch
+// alike. Widened into pooled buffers, run in fp32 and rounded once, the same calls take 0.39-0.58x
 // the fp16 time (benchmarks/results/attention-fp32/). The result is eager's kernel on unrounded
 // operands: more accurate than eager's, never less. bf16 stays native: on AVX-512-BF16 the widened
-// calls took 0.91-1.12x the native ones over two runs (no steady gain); AMX hosts have ATen's AMX
+// calls took 0.88-1.12x the native ones over three runs (no steady gain); AMX hosts have ATen's AMX
 // kernels, and AVX2 hosts were not measured. FXCPP_ATTENTION=fp32 or =native forces either for
 // bf16 and fp16 where the kernel is created (tests take both paths on any host).
 #include <ATen/ExpandUtils.h>
