@@ -14,6 +14,19 @@ def assert_same(ref, res, tol=None, fp64_ref=None):
         f"results differ from eager (tol {tol if tol is not None else tol_for(ref)}):\nref={ref}\nres={res}"
 
 
+def explain_and_run(fn, xs):
+    """fn's explain() report, then its compiled result, eager's and the fp64 reference's (low
+    precision is checked against it), each from a fresh Dynamo."""
+    torch._dynamo.reset()
+    with torch.no_grad():
+        report = fxcpp.explain(fn, *xs)
+        torch._dynamo.reset()
+        res = torch.compile(fn, backend="fxcpp")(*xs)
+        ref = fn(*xs)
+        ref64 = fn(*[x.double() if x.is_floating_point() else x for x in xs])
+    return report, res, ref, ref64
+
+
 def clone_inputs(inputs):
     return [x.clone() if isinstance(x, torch.Tensor) else copy.deepcopy(x) for x in inputs]
 

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import fxcpp
-from helpers import assert_same
+from helpers import assert_same, explain_and_run
 
 WIDENED = "aten in fp32"
 
@@ -43,17 +43,6 @@ def inputs(dtype, mask=None, seed=0):
     return xs
 
 
-def run(fn, xs):
-    torch._dynamo.reset()
-    with torch.no_grad():
-        report = fxcpp.explain(fn, *xs)
-        torch._dynamo.reset()
-        res = torch.compile(fn, backend="fxcpp")(*xs)
-        ref = fn(*xs)
-        ref64 = fn(*[x.double() if x.is_floating_point() else x for x in xs])
-    return report, res, ref, ref64
-
-
 CASES = {
     "plain": (None, {}),
     "causal": (None, {"causal": True}),
@@ -70,7 +59,7 @@ def test_attention_forced_to_fp32_matches_eager_by_the_fp64_rule(case, dtype, mo
     mask, kw = CASES[case]
     xs = inputs(dtype, mask)
     fn = (lambda x, a, b, c, m: attention(x, a, b, c, m, **kw)) if mask else (lambda x, a, b, c: attention(x, a, b, c, **kw))
-    report, res, ref, ref64 = run(fn, xs)
+    report, res, ref, ref64 = explain_and_run(fn, xs)
     assert attention_row(report).impl.startswith(WIDENED), report
     assert res.dtype == ref.dtype and res.stride() == ref.stride()
     assert_same(ref, res, fp64_ref=ref64)
@@ -91,7 +80,7 @@ def test_sliced_queries_give_the_native_calls_output_layout(dtype, monkeypatch):
     monkeypatch.setenv("FXCPP_ATTENTION", "fp32")
     g = torch.Generator().manual_seed(0)
     xs = [torch.randn(2, 24, 64, generator=g).to(dtype), (torch.randn(192, 64, generator=g) / 8).to(dtype)]
-    report, res, ref, ref64 = run(gpt2_attention, xs)
+    report, res, ref, ref64 = explain_and_run(gpt2_attention, xs)
     assert attention_row(report).impl.startswith(WIDENED), report
     for r, c, r64 in zip(ref, res, ref64):
         assert c.stride() == r.stride()
@@ -102,7 +91,7 @@ def test_sliced_queries_give_the_native_calls_output_layout(dtype, monkeypatch):
 def test_attention_forced_native_is_eagers_own_op(dtype, monkeypatch):
     monkeypatch.setenv("FXCPP_ATTENTION", "native")
     q, k, v = (torch.randn(2, 4, 24, 16, generator=torch.Generator().manual_seed(i)).to(dtype) for i in range(3))
-    report, res, ref, _ = run(F.scaled_dot_product_attention, [q, k, v])
+    report, res, ref, _ = explain_and_run(F.scaled_dot_product_attention, [q, k, v])
     assert attention_row(report).kernel == "aten" and not attention_row(report).impl, report
     assert torch.equal(res, ref)  # the same kernel on the same operands: the same bits
 
@@ -110,7 +99,7 @@ def test_attention_forced_native_is_eagers_own_op(dtype, monkeypatch):
 def test_fp32_attention_is_never_widened(monkeypatch):
     monkeypatch.setenv("FXCPP_ATTENTION", "fp32")
     q = torch.randn(2, 4, 24, 16)
-    report, res, ref, _ = run(F.scaled_dot_product_attention, [q, q * 0.5, q + 1])
+    report, res, ref, _ = explain_and_run(F.scaled_dot_product_attention, [q, q * 0.5, q + 1])
     assert not attention_row(report).impl, report
     torch.testing.assert_close(res, ref)
 
@@ -122,7 +111,7 @@ def test_the_default_follows_the_host(dtype, monkeypatch):
     h = fxcpp._C.host_info()
     expected = dtype == torch.float16 and not h["avx512_fp16"]
     q = torch.randn(1, 2, 8, 16).to(dtype)
-    report, res, ref, ref64 = run(F.scaled_dot_product_attention, [q, q * 0.5, q + 1])
+    report, res, ref, ref64 = explain_and_run(F.scaled_dot_product_attention, [q, q * 0.5, q + 1])
     assert attention_row(report).impl.startswith(WIDENED) == expected, (h, report)
     assert_same(ref, res, fp64_ref=ref64)
 

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 import fxcpp
-from helpers import assert_same
+from helpers import assert_same, explain_and_run
 
 EPS = 1e-6
 
@@ -67,13 +67,7 @@ def make_inputs(shapes, dtype, seed=0):
 
 def compare(fn, xs, check_fused=True):
     """Compiled vs eager by the harness rule (fp64 reference for low precision); returns the report."""
-    torch._dynamo.reset()
-    with torch.no_grad():
-        report = fxcpp.explain(fn, *xs)
-        torch._dynamo.reset()
-        res = torch.compile(fn, backend="fxcpp")(*xs)
-        ref = fn(*xs)
-        ref64 = fn(*[x.double() if x.is_floating_point() else x for x in xs])
+    report, res, ref, ref64 = explain_and_run(fn, xs)
     assert_same(ref, res, fp64_ref=ref64)
     if check_fused:
         left = [(r.op, r.kernel) for r in report.rows if r.kernel not in ("cpu_fused", "prim", "removed")]
