@@ -2,6 +2,8 @@
 AVX512-FP16 the operands are widened, ATen's fp32 kernel runs and the output is rounded once.
 FXCPP_ATTENTION=fp32 / =native force either path, for bf16 too, at compile time, so both are
 tested on every host."""
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -129,3 +131,34 @@ def test_later_calls_reuse_the_pooled_buffers_and_stay_right(monkeypatch):
             xs = [t.half() for t in (torch.randn(4, 256, 256, generator=g), *(torch.randn(256, 256, generator=g) / 16 for _ in range(3)))]
             assert_same(attention(*xs), fn(*xs), fp64_ref=attention(*[x.double() for x in xs]))
     assert fxcpp._C.cpu_fused_stats()["pool_hits"] > hits
+
+
+def test_a_training_step_through_the_widened_forward_gives_eagers_gradients(monkeypatch):
+    """In a training graph the forward's output and logsumexp (computed in fp32) feed ATen's fp16
+    backward, which recomputes the probabilities from the fp16 operands: the gradients must still
+    pass the fp64-reference rule against eager's."""
+    monkeypatch.setenv("FXCPP_ATTENTION", "fp32")
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(64, 192).half()
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(2, 32, 64, generator=g).half()
+
+    def step(linear, x):
+        x = x.detach().clone().requires_grad_()
+        out = gpt2_attention(x, linear.weight)[0]
+        out.double().pow(2).sum().backward()
+        return [out.detach(), x.grad, linear.weight.grad]
+
+    mine, l64 = copy.deepcopy(lin), copy.deepcopy(lin).double()
+    ref, ref64 = step(lin, x), step(l64, x.double())
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda w, x: gpt2_attention(x, w)[0], backend="fxcpp")
+    xc = x.detach().clone().requires_grad_()
+    out = compiled(mine.weight, xc)
+    out.double().pow(2).sum().backward()
+    for r, c, r64 in zip(ref, [out.detach(), xc.grad, mine.weight.grad], ref64):
+        assert_same(r, c, fp64_ref=r64)
+    torch._dynamo.reset()
+    report = fxcpp.explain(lambda w, x: gpt2_attention(x, w)[0], copy.deepcopy(lin).weight, x.detach().clone().requires_grad_())
+    row = attention_row(report)
+    assert row.graph.endswith("forward") and row.impl.startswith(WIDENED), report

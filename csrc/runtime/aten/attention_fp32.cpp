@@ -22,12 +22,14 @@ namespace {
 constexpr const char* kOp = "aten::_scaled_dot_product_flash_attention_for_cpu";
 constexpr int kMaskArg = 5;  // query, key, value, dropout_p, is_causal, *, attn_mask, scale
 
-bool attention_in_fp32(c10::ScalarType t) {
+// Why dtype t's attention runs in fp32 here, or nullptr where it stays native.
+const char* attention_in_fp32(c10::ScalarType t) {
   const char* force = std::getenv("FXCPP_ATTENTION");
-  if (force && std::string(force) == "native") return false;
-  if (t != c10::kHalf && t != c10::kBFloat16) return false;
-  if (force && std::string(force) == "fp32") return true;
-  return t == c10::kHalf && !host().avx512_fp16;
+  if (force && std::string(force) == "native") return nullptr;
+  if (t != c10::kHalf && t != c10::kBFloat16) return nullptr;
+  if (force && std::string(force) == "fp32") return "FXCPP_ATTENTION=fp32";
+  if (t == c10::kHalf && !host().avx512_fp16) return "no native fp16 GEMMs in ATen's attention on this CPU";
+  return nullptr;
 }
 
 // t's values in dtype dt, in a pooled buffer (a fresh allocation of a few MB would fault its
@@ -43,7 +45,8 @@ at::Tensor converted(const at::Tensor& t, c10::ScalarType dt) {
 
 class AttentionInFp32 final : public Kernel {
  public:
-  AttentionInFp32(c10::OperatorHandle op, c10::ScalarType dt) : op_(std::move(op)), dt_(dt) {}
+  AttentionInFp32(c10::OperatorHandle op, c10::ScalarType dt, const char* why)
+      : op_(std::move(op)), dt_(dt), why_(why) {}
 
   void run(Stack& stack) const override {
     const at::Tensor q = stack[0].toTensor();
@@ -59,14 +62,14 @@ class AttentionInFp32 final : public Kernel {
   }
   const char* kind() const override { return "aten"; }
   std::string describe() const override {
-    const std::string dt = dt_ == c10::kHalf ? "fp16" : "bf16";
-    return "aten in fp32: the " + dt + " operands widened, ATen's fp32 attention, the output rounded once (faster than " +
-           "its " + dt + " attention on this host)";
+    return std::string("aten in fp32: the ") + (dt_ == c10::kHalf ? "fp16" : "bf16") +
+           " operands widened, ATen's fp32 attention, the output rounded once (" + why_ + ")";
   }
 
  private:
   c10::OperatorHandle op_;
   c10::ScalarType dt_;
+  const char* why_;  // a string literal
 };
 
 }  // namespace
@@ -75,8 +78,9 @@ void register_attention_kernel(KernelRegistry& r) {
   r.add(kOp, [](const Node& n) -> std::unique_ptr<Kernel> {
     if (!n.op || n.args.empty() || n.args[0].kind != Arg::Kind::Value || !n.args[0].value->meta) return nullptr;
     const c10::ScalarType dt = n.args[0].value->meta->dtype;
-    if (!attention_in_fp32(dt)) return nullptr;
-    return std::make_unique<AttentionInFp32>(*n.op, dt);
+    const char* why = attention_in_fp32(dt);
+    if (!why) return nullptr;
+    return std::make_unique<AttentionInFp32>(*n.op, dt, why);
   });
 }
 
