@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import fxcpp
-from helpers import assert_same, explain_and_run
+from helpers import assert_same, explain_and_run, same_as_eager
 
 WIDENED = "aten in fp32"
 
@@ -162,3 +162,52 @@ def test_a_training_step_through_the_widened_forward_gives_eagers_gradients(monk
     report = fxcpp.explain(lambda w, x: gpt2_attention(x, w)[0], copy.deepcopy(lin).weight, x.detach().clone().requires_grad_())
     row = attention_row(report)
     assert row.graph.endswith("forward") and row.impl.startswith(WIDENED), report
+
+
+def random_case(seed):
+    """A random attention call as models make them: shapes, the operands' layouts (contiguous
+    [b, h, L, d], transposed from [b, L, h, d], or sliced from one projection), a mask (none,
+    float or bool, full or broadcast), causal or not, a scale or not."""
+    g = torch.Generator().manual_seed(seed)
+    pick = lambda n: int(torch.randint(n, (1,), generator=g))  # noqa: E731
+    b, h, d = 1 + pick(3), 1 + pick(4), (8, 16, 64)[pick(3)]
+    L = 1 + pick(40)
+    S = L if pick(2) else 1 + pick(40)
+    layout = ("contiguous", "transposed", "sliced")[pick(3)]
+    if layout == "contiguous":
+        q, k, v = (torch.randn(b, h, n, d, generator=g) for n in (L, S, S))
+    elif layout == "transposed":
+        q, k, v = (torch.randn(b, n, h, d, generator=g).transpose(1, 2) for n in (L, S, S))
+    else:
+        q = torch.randn(b, L, 3 * h * d, generator=g)[..., : h * d].view(b, L, h, d).transpose(1, 2)
+        kv = torch.randn(b, S, 2 * h * d, generator=g)
+        k, v = (t.view(b, S, h, d).transpose(1, 2) for t in kv.split(h * d, dim=2))
+    mask_kind = ("none", "float", "bool", "float_broadcast")[pick(4)]
+    mask = None
+    if mask_kind == "float":
+        mask = torch.randn(b, h, L, S, generator=g)
+    elif mask_kind == "float_broadcast":
+        mask = torch.randn(1, 1, L, S, generator=g).expand(b, 1, L, S)
+    elif mask_kind == "bool":
+        mask = torch.rand(b, 1, L, S, generator=g) > 0.4
+        mask[..., 0] = True
+    causal = mask is None and L == S and bool(pick(2))
+    scale = [None, 0.2][pick(2)]
+    return (q, k, v, mask), dict(is_causal=causal, scale=scale), f"b{b} h{h} L{L} S{S} d{d} {layout} {mask_kind} causal={causal} scale={scale}"
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+def test_random_attention_calls_forced_to_fp32_match_eager(dtype, monkeypatch):
+    """40 random calls per dtype: eager's values by the fp64 rule, and eager's output strides."""
+    monkeypatch.setenv("FXCPP_ATTENTION", "fp32")
+    for seed in range(40):
+        (q, k, v, mask), kw, what = random_case(seed)
+        q, k, v = (t.to(dtype) for t in (q, k, v))
+        if mask is not None and mask.is_floating_point():
+            mask = mask.to(dtype)
+        xs = [q, k, v] + ([mask] if mask is not None else [])
+        fn = lambda q, k, v, m=None: F.scaled_dot_product_attention(q, k, v, attn_mask=m, **kw)  # noqa: E731
+        report, res, ref, ref64 = explain_and_run(fn, xs)
+        assert attention_row(report).impl.startswith(WIDENED), (what, report)
+        assert res.stride() == ref.stride(), what
+        assert same_as_eager(ref, res, fp64_ref=ref64), what
