@@ -1,6 +1,7 @@
 #include "runtime/buffer_pool.h"
 
 #include <ATen/EmptyTensor.h>
+#include <ATen/ExpandUtils.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 
@@ -128,6 +129,14 @@ at::Tensor pooled_empty(at::IntArrayRef sizes, c10::ScalarType dtype, c10::Memor
 at::Tensor pooled_empty_strided(at::IntArrayRef sizes, at::IntArrayRef strides, c10::ScalarType dtype) {
   return at::Tensor(at::detail::empty_strided_generic(sizes, strides, &BufferPool::instance(),
                                                      c10::DispatchKeySet(c10::DispatchKey::CPU), dtype));
+}
+
+at::Tensor pooled_converted(const at::Tensor& t, c10::ScalarType dtype) {
+  at::Tensor out = t.is_non_overlapping_and_dense()
+                       ? pooled_empty_strided(t.sizes(), t.strides(), dtype)
+                       : pooled_empty_strided(t.sizes(), at::infer_dense_strides(t.sizes(), t.strides()), dtype);
+  out.copy_(t);
+  return out;
 }
 
 BufferPoolStats buffer_pool_stats() { return BufferPool::instance().stats(); }

@@ -19,6 +19,10 @@ namespace fxcpp {
 at::Tensor pooled_empty(at::IntArrayRef sizes, c10::ScalarType dtype,
                         c10::MemoryFormat format = c10::MemoryFormat::Contiguous);
 at::Tensor pooled_empty_strided(at::IntArrayRef sizes, at::IntArrayRef strides, c10::ScalarType dtype);
+// t's values in dtype, in a pooled buffer laid out as empty_like(t) would be: t's own strides
+// where it is dense, else dense in t's dimension order (the widened operands of the oneDNN
+// matmul and of attention_fp32.cpp, converted at each call).
+at::Tensor pooled_converted(const at::Tensor& t, c10::ScalarType dtype);
 
 struct BufferPoolStats {
   int64_t hits = 0, misses = 0, cached_bytes = 0;

@@ -6,7 +6,6 @@
 // calls took 0.88-1.12x the native ones over three runs (no steady gain); AMX hosts have ATen's AMX
 // kernels, and AVX2 hosts were not measured. FXCPP_ATTENTION=fp32 or =native forces either for
 // bf16 and fp16 where the kernel is created (tests take both paths on any host).
-#include <ATen/ExpandUtils.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <cstdlib>
@@ -32,17 +31,11 @@ const char* attention_in_fp32(c10::ScalarType t) {
   return nullptr;
 }
 
-// t's values in dtype dt, in a pooled buffer (a fresh allocation of a few MB would fault its
-// pages in at every call), laid out in t's dimension order as empty_like lays it out: ATen's
+// Operands and output convert through the buffer pool (a fresh allocation of a few MB would fault
+// its pages in at every call), each in its own dimension order (pooled_converted): ATen's
 // attention lays its output out after the query's, and the graph's views of that output were
 // traced on the native call's (GPT-2's query, a slice of one qkv projection, is not dense; made
 // contiguous, the output's transpose no longer viewed as [b, L, h * d]).
-at::Tensor converted(const at::Tensor& t, c10::ScalarType dt) {
-  at::Tensor out = pooled_empty_strided(t.sizes(), at::infer_dense_strides(t.sizes(), t.strides()), dt);
-  out.copy_(t);
-  return out;
-}
-
 class AttentionInFp32 final : public Kernel {
  public:
   AttentionInFp32(c10::OperatorHandle op, c10::ScalarType dt, const char* why)
@@ -54,11 +47,11 @@ class AttentionInFp32 final : public Kernel {
       op_.callBoxed(&stack);
       return;
     }
-    for (int i = 0; i < 3; ++i) stack[i] = converted(stack[i].toTensor(), c10::kFloat);
+    for (int i = 0; i < 3; ++i) stack[i] = pooled_converted(stack[i].toTensor(), c10::kFloat);
     if (stack[kMaskArg].isTensor() && stack[kMaskArg].toTensor().scalar_type() == dt_)  // a bool mask stays
-      stack[kMaskArg] = converted(stack[kMaskArg].toTensor(), c10::kFloat);
+      stack[kMaskArg] = pooled_converted(stack[kMaskArg].toTensor(), c10::kFloat);
     op_.callBoxed(&stack);
-    stack[0] = converted(stack[0].toTensor(), dt_);  // logsumexp (stack[1]) is fp32 either way
+    stack[0] = pooled_converted(stack[0].toTensor(), dt_);  // logsumexp (stack[1]) is fp32 either way
   }
   const char* kind() const override { return "aten"; }
   std::string describe() const override {

@@ -76,15 +76,6 @@ bool widens_per_call(bool widen, bool folds_bn, bool freezing) {
   return widen && !folds_bn && !freezing && !onednn_has_brgemm_matmul();
 }
 
-// The weight widened for this call, from the buffer pool (the same few MB at every call,
-// already faulted in), in the weight's own layout.
-at::Tensor widened(const at::Tensor& w, c10::ScalarType dt) {
-  if (!w.is_non_overlapping_and_dense()) return w.to(dt);
-  at::Tensor out = pooled_empty_strided(w.sizes(), w.strides(), dt);
-  out.copy_(w);
-  return out;
-}
-
 int64_t gemv_max_m(bool native_half, bool onednn_packs, int64_t weight_bytes) {
   if (onednn_packs && onednn_has_brgemm_matmul()) {
     if (native_half) return kGemvMaxMNativeBf16Packed;
@@ -153,7 +144,8 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     // Read where it lies unless cached; a BatchNorm is then folded at this call.
     at::Tensor w = w0, b_run = bias;
     if (!cached && !bn.empty()) std::tie(w, b_run) = folded(w0, bias, bn);
-    if (!cached && widen) w = widened(w, cdt);
+    // Widened for this call from the buffer pool (the same few MB at every call, already faulted in).
+    if (!cached && widen) w = pooled_converted(w, cdt);
     if (!cached && b_run.defined()) b_run = b_run.to(widen ? cdt : b_run.scalar_type()).contiguous();
     const int64_t nd = src.dim();  // 2 or 3
     // The logical weight [.., K, N]: a Linear's [N, K] weight read transposed through its strides.
