@@ -181,16 +181,23 @@ def _check_train(p: Program) -> tuple[str, str]:
                 if r is not None and not same_as_eager(r, c, fp64_ref=r64, tol=tol):
                     err = (c.double() - r.double()).abs().max().item() if r.numel() else 0.0
                     return "fail", f"training step {step}: the gradient of {name} differs from eager (max abs diff {err:.3g})"
-            with torch.no_grad():  # eager's step, copied into the others: each step starts equal
-                for w, w_mine, w64 in zip(model.parameters(), mine.parameters(), model64.parameters()):
-                    if w.grad is not None:
-                        w.sub_(0.1 * w.grad)
-                    w_mine.copy_(w)
-                    w64.copy_(w)
-                    w.grad = w_mine.grad = w64.grad = None
+            eager_step(model, mine, model64)
     finally:
         torch._dynamo.reset()
     return "ok", ""
+
+
+def eager_step(model, *copies):
+    """Eager's SGD step on model, copied into each copy's parameters in place (their compiled
+    graphs see the new values): each step starts equal. Every gradient is cleared."""
+    with torch.no_grad():
+        for w, *ws in zip(model.parameters(), *(c.parameters() for c in copies)):
+            if w.grad is not None:
+                w.sub_(0.1 * w.grad)
+            for o in ws:
+                o.copy_(w)
+            for o in (w, *ws):
+                o.grad = None
 
 
 def _forward_backward(fn, xs, step, params=None):

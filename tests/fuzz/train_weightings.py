@@ -31,16 +31,11 @@ def main(repro: str, dtype_name: str) -> None:
     mine, model64 = copy.deepcopy(model), copy.deepcopy(model).double()
     compiled = torch.compile(mine, backend="fxcpp")
     fuzz._forward_backward(model, xs, 0)
-    with torch.no_grad():  # eager's step 0, copied into the others
-        for w, w_mine, w64 in zip(model.parameters(), mine.parameters(), model64.parameters()):
-            if w.grad is not None:
-                w.sub_(0.1 * w.grad)
-            w_mine.copy_(w)
-            w64.copy_(w)
+    fuzz.eager_step(model, mine, model64)  # step 0, as _check_train makes it
     totals = {}
     for draw in range(1, DRAWS + 1):
         for w in [*model.parameters(), *mine.parameters(), *model64.parameters()]:
-            w.grad = None
+            w.grad = None  # each draw's gradients alone
         _, g_eager = fuzz._forward_backward(model, xs, draw)
         _, g64 = fuzz._forward_backward(model64, [x.double() for x in xs], draw)
         _, g_mine = fuzz._forward_backward(compiled, xs, draw, params=list(mine.parameters()))
