@@ -1,0 +1,295 @@
+// ATen's CPU attention (`_scaled_dot_product_flash_attention_for_cpu`) as two oneDNN matmuls
+// around one softmax pass: S = Q K^T in fp32, P = exp(S * scale + mask - max) in the inputs'
+// dtype with 1 / sum and logsumexp (cpu/attention_rows.h), O = (P V) / sum. At the suite's short sequences ATen's
+// flash kernel runs its GEMMs at a fraction of the FMA peak (bf16: ~10% at BERT's shapes on the
+// AVX-512-BF16 host); oneDNN's batched brgemm runs them near peak, and S for a whole call (a few
+// MB at sequence 128) stays in the last-level cache (benchmarks/results/attention-matmuls/).
+// Rounding as the flash kernel's: fp32 scores and softmax, unnormalized bf16 probabilities into
+// a bf16 GEMM with fp32 accumulation, divided by the fp32 sum, the output rounded once.
+//
+// Never slower than ATen, as the oneDNN GEMM kernels: a signature's first call times both and
+// keeps the flash kernel unless this path is at least 10% faster; at most kMaxMeasured
+// signatures are measured per node (a decoding loop's growing keys then inherit the last
+// choice). ATen's kernel runs wherever this one does not apply (dropout, grouped-query heads,
+// scores above kMaxScoreBytes) and recomputes any call whose softmax met a row with no finite
+// max or sum (fully masked, NaN, inf) or whose output is not finite: ATen has its own rules
+// there (a fully masked row gives zeros; its causal blocks never read V right of the diagonal).
+// FXCPP_ATTENTION=matmuls forces this path (tests); =native or =fp32 leave the node to ATen
+// (attention_fp32.cpp).
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ExpandUtils.h>  // at::infer_dense_strides
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/buffer_pool.h"
+#include "runtime/cpu/attention_rows.h"
+#include "runtime/cpu/isa.h"
+#include "runtime/host.h"
+#include "runtime/kernel.h"
+#include "runtime/onednn/common.h"
+
+namespace fxcpp::onednn {
+namespace {
+
+constexpr const char* kOp = "aten::_scaled_dot_product_flash_attention_for_cpu";
+// query, key, value, dropout_p, is_causal, *, attn_mask, scale
+constexpr int kDropoutArg = 3, kCausalArg = 4, kMaskArg = 5, kScaleArg = 6;
+// The fp32 scores of one call: above this the flash kernel's blocks (which never hold S whole) win.
+constexpr int64_t kMaxScoreBytes = int64_t(32) << 20;
+constexpr int kMaxMeasured = 4;
+
+enum Choice : int { kUndecided = -1, kMatmuls = 0, kFlash = 1 };
+
+struct Entry {
+  dnnl::matmul::primitive_desc pd1, pd2;  // Q K^T -> S (fp32); P V -> O
+  dnnl::matmul p1, p2;
+  std::vector<int64_t> out_strides;
+  bool acc_in_output = false;  // fp32, contiguous: P V is written into the output and scaled there
+  std::atomic<int> choice{kUndecided};
+  std::string impl;
+};
+
+bool forced_matmuls() {
+  const char* v = std::getenv("FXCPP_ATTENTION");
+  return v && std::string(v) == "matmuls";
+}
+
+class AttentionAsMatmuls final : public Kernel {
+ public:
+  explicit AttentionAsMatmuls(c10::OperatorHandle op)
+      : op_(std::move(op)), forced_(forced_matmuls()), rows_(cpu::select_attention_rows()), scale_(cpu::select_attention_scale()) {}
+
+  void run(Stack& stack) const override {
+    const at::Tensor q = stack[0].toTensor(), k = stack[1].toTensor(), v = stack[2].toTensor();
+    const at::Tensor mask = stack[kMaskArg].isTensor() ? stack[kMaskArg].toTensor() : at::Tensor();
+    if (const char* why = not_applicable(q, k, v, stack[kDropoutArg].toDouble(), mask)) {
+      note(std::string("aten: ") + why);
+      return op_.callBoxed(&stack);
+    }
+    const bool causal = stack[kCausalArg].toBool();
+    const double scale = stack[kScaleArg].isNone() ? 1.0 / std::sqrt(double(q.size(-1))) : stack[kScaleArg].toDouble();
+    Outputs out;
+    try {
+      std::shared_ptr<Entry> e = entry(q, k, v, mask, causal);
+      out = choose(*e, stack, [&] { return run_matmuls(*e, q, k, v, mask, causal, float(scale)); });
+    } catch (const dnnl::error& err) {  // a primitive oneDNN would not build (no bf16 kernels on this host)
+      note(std::string("aten: oneDNN refused the matmuls (") + err.what() + ")");
+      return op_.callBoxed(&stack);
+    }
+    stack.clear();
+    stack.emplace_back(std::move(out.o));
+    stack.emplace_back(std::move(out.lse));
+  }
+
+  const char* kind() const override { return "onednn"; }
+  std::string describe() const override {
+    std::lock_guard<std::mutex> lk(mu_);
+    std::string s;
+    for (const auto& n : notes_) s += (s.empty() ? "" : " | ") + n;
+    return s;
+  }
+
+ private:
+  struct Outputs {
+    at::Tensor o, lse;
+    bool ok = true;  // false: a row or the output was not finite; ATen's kernel must say
+  };
+
+  // Why this call stays with ATen's kernel, or nullptr.
+  static const char* not_applicable(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double dropout,
+                                    const at::Tensor& mask) {
+    if (dropout != 0.0) return "dropout";
+    if (!q.device().is_cpu() || (q.scalar_type() != at::kFloat && q.scalar_type() != at::kBFloat16))
+      return "not an fp32 or bf16 CPU call";
+    if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) return "not 4-D";
+    if (k.scalar_type() != q.scalar_type() || v.scalar_type() != q.scalar_type()) return "mixed dtypes";
+    if (k.size(1) != q.size(1) || v.size(1) != q.size(1)) return "grouped-query heads";
+    if (k.size(0) != q.size(0) || v.size(0) != q.size(0) || v.size(2) != k.size(2) || v.size(3) != q.size(3))
+      return "shapes this path does not take";
+    if (q.numel() == 0 || k.numel() == 0) return "an empty dimension";
+    if (q.size(0) * q.size(1) * q.size(2) * k.size(2) * 4 > kMaxScoreBytes) return "scores above 32 MB (flash's blocks)";
+    if (mask.defined() && (mask.dim() > 4 || (mask.scalar_type() != at::kFloat && mask.scalar_type() != at::kBFloat16)))
+      return "a mask this path does not read";
+    return nullptr;
+  }
+
+  std::shared_ptr<Entry> entry(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
+                               bool causal) const {
+    const std::string key = signature({q, k, v, mask}, causal);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      auto it = cache_.find(key);
+      if (it != cache_.end()) return it->second;
+    }
+    const int64_t B = q.size(0), H = q.size(1), L = q.size(2), E = q.size(3), S = k.size(2);
+    const memory::data_type dt = dtype_of(q.scalar_type());
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    auto e = std::make_shared<Entry>();
+    // K^T is K read through swapped strides; S is contiguous fp32.
+    const auto ks = k.strides();
+    e->pd1 = dnnl::matmul::primitive_desc(cpu_engine(), plain_desc(q), plain_desc(k, {B, H, E, S}, {ks[0], ks[1], ks[3], ks[2]}),
+                                          plain_desc(memory::data_type::f32, {B, H, L, S}, {H * L * S, L * S, S, 1}), attr);
+    // The output laid out as ATen's is: after the query's (empty_like's rule).
+    e->out_strides = q.is_non_overlapping_and_dense() ? q.strides().vec() : at::infer_dense_strides(q.sizes(), q.strides());
+    // P V in fp32, scaled by each row's 1 / sum as it is rounded into the output (a binary
+    // post-op with that broadcast is oneDNN's reference implementation only).
+    e->pd2 = dnnl::matmul::primitive_desc(cpu_engine(), plain_desc(dt, {B, H, L, S}, {H * L * S, L * S, S, 1}), plain_desc(v),
+                                          plain_desc(memory::data_type::f32, {B, H, L, E}, {H * L * E, L * E, E, 1}), attr);
+    e->acc_in_output = q.scalar_type() == at::kFloat && e->out_strides == std::vector<int64_t>{H * L * E, L * E, E, 1};
+    e->p1 = dnnl::matmul(e->pd1);
+    e->p2 = dnnl::matmul(e->pd2);
+    stats().primitives += 2;
+    e->impl = std::string(e->pd1.impl_info_str()) + " + softmax rows " + cpu::isa_name() + " + " + e->pd2.impl_info_str();
+    if (e->impl.find("ref:") != std::string::npos) {
+      e->choice.store(kFlash);
+      note("aten: oneDNN offers only its reference implementation (" + e->impl + ")");
+    }
+    std::lock_guard<std::mutex> lk(mu_);
+    return cache_.emplace(key, std::move(e)).first->second;
+  }
+
+  Outputs run_matmuls(const Entry& e, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                      const at::Tensor& mask, bool causal, float scale) const {
+    const int64_t B = q.size(0), H = q.size(1), L = q.size(2), S = k.size(2);
+    const c10::ScalarType dt = q.scalar_type();
+    // Scores and probabilities from the buffer pool: a few MB each, faulted in once per process.
+    at::Tensor scores = pooled_empty({B, H, L, S}, at::kFloat);
+    at::Tensor probs = dt == at::kFloat ? scores : pooled_empty({B, H, L, S}, dt);
+    std::unordered_map<int, memory> a1 = {{DNNL_ARG_SRC, as_memory(q, e.pd1.src_desc())},
+                                          {DNNL_ARG_WEIGHTS, as_memory(k, e.pd1.weights_desc())},
+                                          {DNNL_ARG_DST, as_dst_memory(scores, e.pd1.dst_desc())}};
+    execute(e.p1, e.pd1, a1);
+
+    // logsumexp as ATen lays it out: [B, L, H] transposed to [B, H, L].
+    at::Tensor lse = at::empty({B, L, H}, q.options().dtype(at::kFloat)).transpose(1, 2);
+    at::Tensor inv_sum = at::empty({B, H, L}, q.options().dtype(at::kFloat));
+    std::atomic<bool> nonfinite{false};
+    cpu::AttentionRowsArgs r;
+    r.scores = scores.mutable_data_ptr<float>();
+    r.probs = probs.mutable_data_ptr();
+    r.probs_dtype = dt;
+    r.lse = lse.mutable_data_ptr<float>();
+    r.inv_sum = inv_sum.mutable_data_ptr<float>();
+    for (int i = 0; i < 3; ++i) r.lse_strides[i] = lse.stride(i);
+    at::Tensor m;
+    if (mask.defined()) {
+      m = mask.expand({B, H, L, S});  // broadcast dims read with stride 0
+      r.mask = m.const_data_ptr();
+      r.mask_dtype = m.scalar_type();
+      for (int i = 0; i < 4; ++i) r.mask_strides[i] = m.stride(i);
+    }
+    r.B = B, r.H = H, r.L = L, r.S = S;
+    r.scale = scale;
+    r.causal = causal;
+    r.nonfinite = &nonfinite;
+    rows_(r);
+    if (nonfinite.load()) return {at::Tensor(), at::Tensor(), false};
+
+    at::Tensor o = pooled_empty_strided(q.sizes(), e.out_strides, dt);
+    at::Tensor acc = e.acc_in_output ? o : pooled_empty(q.sizes(), at::kFloat);
+    std::unordered_map<int, memory> a2 = {{DNNL_ARG_SRC, as_memory(probs, e.pd2.src_desc())},
+                                          {DNNL_ARG_WEIGHTS, as_memory(v, e.pd2.weights_desc())},
+                                          {DNNL_ARG_DST, as_dst_memory(acc, e.pd2.dst_desc())}};
+    execute(e.p2, e.pd2, a2);
+    cpu::AttentionScaleArgs sa;
+    sa.acc = acc.const_data_ptr<float>();
+    sa.inv_sum = inv_sum.const_data_ptr<float>();
+    sa.out = o.mutable_data_ptr();
+    sa.out_dtype = dt;
+    for (int i = 0; i < 4; ++i) sa.out_strides[i] = e.out_strides[i];
+    sa.B = B, sa.H = H, sa.L = L, sa.E = q.size(3);
+    scale_(sa);
+    if (!std::isfinite(max_abs(o))) return {at::Tensor(), at::Tensor(), false};
+    return {std::move(o), std::move(lse), true};
+  }
+
+  Outputs flash(const Stack& stack) const {
+    Stack s(stack.begin(), stack.end());
+    op_.callBoxed(&s);
+    return {s[0].toTensor(), s[1].toTensor(), true};
+  }
+
+  // This call's outputs from its signature's chosen path (fused_kernel.h's rule: interleaved,
+  // best of three after one untimed call each; flash kept unless 10% faster).
+  template <typename Mine>
+  Outputs choose(Entry& e, const Stack& stack, Mine&& mine) const {
+    int c = e.choice.load();
+    if (c == kUndecided && forced_) c = kMatmuls;
+    if (c == kUndecided && measured_.load() >= kMaxMeasured) c = last_choice_.load();
+    if (c != kUndecided) {
+      if (e.choice.exchange(c) == kUndecided)
+        note(c == kMatmuls ? "onednn " + e.impl + (forced_ ? "; FXCPP_ATTENTION=matmuls" : "; as measured for an earlier shape")
+                           : "aten: as measured for an earlier shape");
+      return c == kMatmuls ? or_flash(mine(), stack) : flash(stack);
+    }
+    using clock = std::chrono::steady_clock;
+    auto timed = [](auto&& f) {
+      auto t0 = clock::now();
+      f();
+      return std::chrono::duration<double, std::micro>(clock::now() - t0).count();
+    };
+    Outputs a = mine(), b = flash(stack);
+    if (!a.ok) return b;  // not finite: ATen's answer, and nothing learned about speed
+    double ta = std::numeric_limits<double>::infinity(), tb = ta;
+    for (int i = 0; i < 3; ++i) {
+      a = Outputs(), ta = std::min(ta, timed([&] { a = mine(); }));
+      b = Outputs(), tb = std::min(tb, timed([&] { b = flash(stack); }));
+    }
+    const bool aten = tb < 0.9 * ta;
+    e.choice.store(aten ? kFlash : kMatmuls);
+    last_choice_.store(aten ? kFlash : kMatmuls);
+    ++measured_;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "measured %.0f us vs ATen's flash attention %.0f us", ta, tb);
+    note(aten ? std::string("aten: its flash attention was faster, ") + buf + " (" + e.impl + ")"
+              : "onednn " + e.impl + "; " + buf);
+    return aten || !a.ok ? b : a;
+  }
+
+  Outputs or_flash(Outputs a, const Stack& stack) const {
+    if (a.ok) return a;
+    note("aten: at a call whose softmax or output was not finite (ATen's rules for masked rows, NaN and inf)");
+    return flash(stack);
+  }
+
+  void note(const std::string& s) const {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (std::find(notes_.begin(), notes_.end(), s) == notes_.end()) notes_.push_back(s);
+  }
+
+  c10::OperatorHandle op_;
+  const bool forced_;
+  const cpu::AttentionRows rows_;
+  const cpu::AttentionScale scale_;
+  mutable std::atomic<int> measured_{0}, last_choice_{kUndecided};
+  mutable std::mutex mu_;
+  mutable std::unordered_map<std::string, std::shared_ptr<Entry>> cache_;
+  mutable std::vector<std::string> notes_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_attention_kernel(const Node& n) {
+  if (!n.op || n.args.empty() || n.args[0].kind != Arg::Kind::Value || !n.args[0].value->meta) return nullptr;
+  const char* force = std::getenv("FXCPP_ATTENTION");
+  if (force && (std::string(force) == "native" || std::string(force) == "fp32")) return nullptr;
+  const c10::ScalarType dt = n.args[0].value->meta->dtype;
+  // fp16: no native fp16 GEMMs on most hosts (attention_fp32.cpp widens it); bf16 where oneDNN
+  // has bf16 kernels, or forced (then a refusal is reported and ATen runs).
+  if (dt != c10::kFloat && !(dt == c10::kBFloat16 && (native_bf16() || forced_matmuls()))) return nullptr;
+  return std::make_unique<AttentionAsMatmuls>(*n.op);
+}
+
+}  // namespace fxcpp::onednn

@@ -1,0 +1,248 @@
+"""ATen's CPU attention as two oneDNN matmuls around one softmax pass
+(runtime/onednn/attention_kernel.cpp). FXCPP_ATTENTION=matmuls forces it on any host; by default
+each signature's first call measures it against ATen's flash kernel. Values by the fp64 rule and
+eager's strides; the output and logsumexp of a training graph feed ATen's backward."""
+import copy
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import fxcpp
+from fxcpp.explain import Report, recording
+from attention_cases import CASES, attention, attention_row, gpt2_attention, inputs, random_case
+from helpers import assert_same, errors_in_threads, explain_and_run, same_as_eager
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DTYPES = [torch.float32, torch.bfloat16]
+IDS = ["fp32", "bf16"]
+
+
+def ran_matmuls(row, dtype):
+    """Whether the row ran the matmuls; where this host's oneDNN has no bf16 matmul, that it said
+    why ATen ran instead."""
+    if dtype == torch.bfloat16 and not fxcpp._C.host_info()["native_bf16"] and not row.impl.startswith("onednn"):
+        assert row.impl.startswith("aten: oneDNN"), row.impl
+        return False
+    assert row.kernel == "onednn" and row.impl.startswith("onednn ") and "softmax rows" in row.impl, row.impl
+    return True
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_forced_matmuls_match_eager_by_the_fp64_rule(case, dtype, monkeypatch):
+    monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
+    mask, kw = CASES[case]
+    xs = inputs(dtype, mask)
+    fn = (lambda x, a, b, c, m: attention(x, a, b, c, m, **kw)) if mask else (lambda x, a, b, c: attention(x, a, b, c, **kw))
+    report, res, ref, ref64 = explain_and_run(fn, xs)
+    ran_matmuls(attention_row(report), dtype)
+    assert res.dtype == ref.dtype and res.stride() == ref.stride()
+    assert_same(ref, res, fp64_ref=ref64)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_random_calls_forced_to_matmuls_match_eager(dtype, monkeypatch):
+    """40 random calls per dtype (shapes, contiguous / transposed / sliced operands, masks, causal,
+    scale): eager's values by the fp64 rule and eager's output strides, each run by the matmuls."""
+    monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
+    for seed in range(40):
+        (q, k, v, mask), kw, what = random_case(seed)
+        q, k, v = (t.to(dtype) for t in (q, k, v))
+        if mask is not None and mask.is_floating_point():
+            mask = mask.to(dtype)
+        xs = [q, k, v] + ([mask] if mask is not None else [])
+        fn = lambda q, k, v, m=None: F.scaled_dot_product_attention(q, k, v, attn_mask=m, **kw)  # noqa: E731
+        report, res, ref, ref64 = explain_and_run(fn, xs)
+        ran_matmuls(attention_row(report), dtype)
+        assert res.stride() == ref.stride(), what
+        assert same_as_eager(ref, res, fp64_ref=ref64), what
+
+
+def flash(q, k, v, mask=None, causal=False, scale=None):
+    """The op itself: its logsumexp is an output too."""
+    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal, attn_mask=mask, scale=scale)
+
+
+def test_logsumexp_and_its_layout_match_aten(monkeypatch):
+    monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 5, 3, 16, generator=g).transpose(1, 2) for _ in range(3))
+    mask = torch.randn(5, 5, generator=g)
+    report, (o, lse), (ro, rlse), _ = explain_and_run(lambda q, k, v, m: flash(q, k, v, m, causal=True, scale=0.3), [q, k, v, mask])
+    assert ran_matmuls(attention_row(report), torch.float32)
+    assert o.stride() == ro.stride() and lse.stride() == rlse.stride(), (o.stride(), ro.stride(), lse.stride(), rlse.stride())
+    torch.testing.assert_close(o, ro)
+    torch.testing.assert_close(lse, rlse)
+
+
+NON_FINITE = {
+    # ATen's flash kernel gives such a row zeros (and logsumexp 0), not NaN.
+    "fully_masked_row": lambda q, k, v: (q, k, v, torch.zeros(2, 1, 5, 7).index_fill_(2, torch.tensor([1]), float("-inf")), False),
+    "nan_query": lambda q, k, v: (q.index_fill(2, torch.tensor([0]), float("nan")), k, v, None, False),
+    # Causal: ATen never reads V right of the diagonal for early rows; 0 * NaN would be NaN here.
+    "nan_value_right_of_the_diagonal": lambda q, k, v: (q, k, v.index_fill(2, torch.tensor([6]), float("nan")), None, True),
+    "inf_mask": lambda q, k, v: (q, k, v, torch.zeros(2, 1, 5, 7).index_fill_(3, torch.tensor([0]), float("inf")), False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NON_FINITE))
+def test_non_finite_calls_take_atens_rules(case, monkeypatch):
+    """A row with no finite max or sum, or a non-finite output, is recomputed by ATen's kernel:
+    the same values, NaN where eager has NaN, and explain() says so."""
+    monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
+    g = torch.Generator().manual_seed(1)
+    q, k, v, mask, causal = NON_FINITE[case](*(torch.randn(2, 3, n, 8, generator=g) for n in (5, 7, 7)))
+    xs = [q, k, v] + ([mask] if mask is not None else [])
+    fn = lambda q, k, v, m=None: flash(q, k, v, m, causal=causal)  # noqa: E731
+    report, res, ref, _ = explain_and_run(fn, xs)
+    assert "not finite" in attention_row(report).impl, attention_row(report).impl
+    for r, c in zip(ref, res):
+        assert torch.equal(r.isnan(), c.isnan())
+        torch.testing.assert_close(c, r, equal_nan=True)
+
+
+def test_finite_calls_after_a_non_finite_one_run_the_matmuls_again(monkeypatch):
+    monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
+    torch._dynamo.reset()
+    fn = torch.compile(lambda q, k, v: flash(q, k, v)[0], backend="fxcpp")
+    q, k, v = (torch.randn(1, 2, 6, 8, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    with torch.no_grad():
+        bad = q.clone()
+        bad[0, 0, 0, 0] = float("nan")
+        assert torch.equal(fn(bad, k, v).isnan(), flash(bad, k, v)[0].isnan())
+        assert_same(flash(q * 2, k, v)[0], fn(q * 2, k, v))
+
+
+@pytest.mark.parametrize("what", ["grouped_query_heads", "scores_above_32mb", "empty"])
+def test_calls_this_path_does_not_take_run_atens_kernel(what, monkeypatch):
+    monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
+    g = torch.Generator().manual_seed(2)
+    if what == "grouped_query_heads":
+        q, k, v = torch.randn(1, 4, 5, 8, generator=g), torch.randn(1, 2, 7, 8, generator=g), torch.randn(1, 2, 7, 8, generator=g)
+        why = "grouped-query heads"
+    elif what == "scores_above_32mb":  # 16 heads x 1024 x 1024 fp32 scores: 64 MB
+        q, k, v = (torch.randn(1, 16, 1024, 16, generator=g) for _ in range(3))
+        why = "scores above 32 MB"
+    else:
+        q, k, v = (torch.randn(0, 2, 5, 8, generator=g) for _ in range(3))
+        why = "an empty dimension"
+    report, res, ref, _ = explain_and_run(lambda q, k, v: flash(q, k, v)[0], [q, k, v])
+    assert attention_row(report).impl.startswith("aten: " + why), attention_row(report).impl
+    assert torch.equal(res, ref)  # ATen's own kernel
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_sliced_queries_give_atens_output_layout(dtype, monkeypatch):
+    """GPT-2 views the output's transpose: it must be laid out as ATen's (after the query's)."""
+    monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(2, 24, 64, generator=g).to(dtype), (torch.randn(192, 64, generator=g) / 8).to(dtype)]
+    report, res, ref, ref64 = explain_and_run(gpt2_attention, xs)
+    ran_matmuls(attention_row(report), dtype)
+    for r, c, r64 in zip(ref, res, ref64):
+        assert c.stride() == r.stride()
+        assert_same(r, c, fp64_ref=r64)
+
+
+def test_the_default_measures_four_signatures_and_says_what_it_kept(monkeypatch):
+    """By default a signature's first call times both paths; explain() names the one kept and the
+    times. After four measured signatures a new one inherits the last choice (a decoding loop's
+    growing lengths are not each measured)."""
+    monkeypatch.delenv("FXCPP_ATTENTION", raising=False)
+    torch._dynamo.reset()
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
+    compiled = torch.compile(fn, backend="fxcpp", dynamic=True)
+    graphs = []
+    with torch.no_grad(), recording(graphs):
+        for L in (16, 24, 32, 40, 48):
+            q, k, v = (torch.randn(2, 4, L, 32, generator=torch.Generator().manual_seed(L + i)) for i in range(3))
+            assert_same(fn(q, k, v), compiled(q, k, v))
+    impl = attention_row(Report(graphs)).impl
+    assert "measured" in impl and "vs ATen's flash attention" in impl, impl
+    assert impl.startswith("onednn ") or impl.startswith("aten: its flash attention was faster"), impl
+    assert "as measured for an earlier shape" in impl, impl
+
+
+def test_later_calls_reuse_the_pooled_buffers_and_stay_right(monkeypatch):
+    """Scores of 1 MiB and more come from the buffer pool: each later call must read its own."""
+    monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
+    torch._dynamo.reset()
+    fn = torch.compile(attention, backend="fxcpp")
+    hits = fxcpp._C.cpu_fused_stats()["pool_hits"]
+    with torch.no_grad():
+        for seed in range(3):
+            g = torch.Generator().manual_seed(seed)
+            xs = [torch.randn(4, 256, 256, generator=g), *(torch.randn(256, 256, generator=g) / 16 for _ in range(3))]
+            assert_same(attention(*xs), fn(*xs), fp64_ref=attention(*[x.double() for x in xs]))
+    assert fxcpp._C.cpu_fused_stats()["pool_hits"] > hits
+
+
+def test_concurrent_calls_each_get_their_own_result(monkeypatch):
+    monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
+    torch._dynamo.reset()
+    fn = torch.compile(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), backend="fxcpp")
+    qs = [torch.randn(2, 4, 64, 32, generator=torch.Generator().manual_seed(i)) for i in range(4)]
+    with torch.no_grad():
+        fn(qs[0], qs[0], qs[0])  # compiled before the threads start
+
+    def worker(q):
+        def run():
+            with torch.no_grad():
+                for _ in range(20):
+                    assert_same(F.scaled_dot_product_attention(q, q + 1, q * 2, is_causal=True), fn(q, q + 1, q * 2))
+        return run
+
+    assert errors_in_threads(*[worker(q) for q in qs], timeout=300) == []
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_a_training_step_through_the_matmuls_gives_eagers_gradients(dtype, monkeypatch):
+    """The forward's output and logsumexp feed ATen's flash backward, which recomputes the
+    probabilities from them: the gradients must pass the fp64-reference rule against eager's."""
+    monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(64, 192).to(dtype)
+    x = torch.randn(2, 32, 64, generator=torch.Generator().manual_seed(1)).to(dtype)
+
+    def step(linear, x, fn):
+        x = x.detach().clone().requires_grad_()
+        out = fn(linear.weight, x)
+        out.double().pow(2).sum().backward()
+        return [out.detach(), x.grad, linear.weight.grad]
+
+    eager = lambda w, x: gpt2_attention(x, w)[0]  # noqa: E731
+    ref, ref64 = step(lin, x, eager), step(copy.deepcopy(lin).double(), x.double(), eager)
+    torch._dynamo.reset()
+    res = step(copy.deepcopy(lin), x, torch.compile(eager, backend="fxcpp"))
+    for r, c, r64 in zip(ref, res, ref64):
+        assert_same(r, c, fp64_ref=r64)
+    torch._dynamo.reset()
+    report = fxcpp.explain(eager, copy.deepcopy(lin).weight, x.detach().clone().requires_grad_())
+    row = attention_row(report)
+    assert row.graph.endswith("forward"), report
+    ran_matmuls(row, dtype)
+
+
+def _lower_capabilities():
+    have = torch.backends.cpu.get_cpu_capability()
+    return [c for c in ("default", "avx2") if (c, have) != ("avx2", "DEFAULT")] if have != "DEFAULT" else []
+
+
+@pytest.mark.parametrize("cap", _lower_capabilities())
+def test_softmax_rows_of_each_instruction_set(cap):
+    """The softmax rows are built per instruction set: the lower builds pass the random calls too."""
+    env = dict(os.environ, ATEN_CPU_CAPABILITY=cap)
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k",
+                        "random or logsumexp or non_finite", os.path.join(HERE, "test_attention_matmuls.py")],
+                       env=env, capture_output=True, text=True, cwd=os.path.dirname(HERE))
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+    code = ("import os, torch, fxcpp\nos.environ['FXCPP_ATTENTION'] = 'matmuls'\n"
+            "q = torch.randn(1, 2, 8, 16)\n"
+            "r = fxcpp.explain(lambda q: torch.nn.functional.scaled_dot_product_attention(q, q, q), q)\n"
+            "print([x.impl for x in r.rows if 'attention' in x.op][0])\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert f"softmax rows {cap}" in out, out
