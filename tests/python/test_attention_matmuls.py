@@ -62,6 +62,27 @@ def test_random_calls_forced_to_matmuls_match_eager(dtype, monkeypatch):
         assert same_as_eager(ref, res, fp64_ref=ref64), what
 
 
+def test_fp16_widened_calls_run_the_matmuls_in_fp32(monkeypatch):
+    """fp16 without AVX512-FP16 is widened (attention_fp32.cpp) and handed to this kernel's fp32
+    path: 12 random calls forced to it match eager by the fp64 rule with eager's strides."""
+    if fxcpp._C.host_info()["avx512_fp16"]:
+        pytest.skip("fp16 attention stays native on a CPU with AVX512-FP16")
+    monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
+    for seed in range(12):
+        (q, k, v, mask), kw, what = random_case(100 + seed)
+        q, k, v = (t.half() for t in (q, k, v))
+        if mask is not None and mask.is_floating_point():
+            mask = mask.half()
+        xs = [q, k, v] + ([mask] if mask is not None else [])
+        fn = lambda q, k, v, m=None: F.scaled_dot_product_attention(q, k, v, attn_mask=m, **kw)  # noqa: E731
+        report, res, ref, ref64 = explain_and_run(fn, xs)
+        row = attention_row(report)
+        assert row.kernel == "onednn" and row.impl.startswith("in fp32: the fp16 operands widened"), (what, row.impl)
+        assert "the fp32 call: onednn " in row.impl, (what, row.impl)
+        assert res.stride() == ref.stride(), what
+        assert same_as_eager(ref, res, fp64_ref=ref64), what
+
+
 def flash(q, k, v, mask=None, causal=False, scale=None):
     """The op itself: its logsumexp is an output too."""
     return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal, attn_mask=mask, scale=scale)

@@ -6,9 +6,13 @@
 // calls took 0.88-1.12x the native ones over three runs (no steady gain); AMX hosts have ATen's AMX
 // kernels, and AVX2 hosts were not measured. FXCPP_ATTENTION=fp32 or =native forces either for
 // bf16 and fp16 where the kernel is created (tests take both paths on any host).
+// Unless forced to ATen's kernel (=fp32), the widened call runs the fp32 attention kernel of
+// onednn/attention_kernel.cpp (two oneDNN matmuls around a softmax pass, measured against
+// ATen's fp32 flash kernel at each signature's first call).
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "runtime/buffer_pool.h"
@@ -16,6 +20,11 @@
 #include "runtime/kernel.h"
 
 namespace fxcpp {
+#ifdef FXCPP_HAS_ONEDNN
+namespace onednn {
+std::unique_ptr<Kernel> make_fp32_attention_matmuls(const c10::OperatorHandle& op);  // attention_kernel.cpp
+}
+#endif
 namespace {
 
 constexpr const char* kOp = "aten::_scaled_dot_product_flash_attention_for_cpu";
@@ -38,8 +47,8 @@ const char* attention_in_fp32(c10::ScalarType t) {
 // contiguous, the output's transpose no longer viewed as [b, L, h * d]).
 class AttentionInFp32 final : public Kernel {
  public:
-  AttentionInFp32(c10::OperatorHandle op, c10::ScalarType dt, const char* why)
-      : op_(std::move(op)), dt_(dt), why_(why) {}
+  AttentionInFp32(c10::OperatorHandle op, c10::ScalarType dt, const char* why, std::unique_ptr<Kernel> fp32)
+      : op_(std::move(op)), dt_(dt), why_(why), fp32_(std::move(fp32)) {}
 
   void run(Stack& stack) const override {
     const at::Tensor q = stack[0].toTensor();
@@ -50,19 +59,26 @@ class AttentionInFp32 final : public Kernel {
     for (int i = 0; i < 3; ++i) stack[i] = pooled_converted(stack[i].toTensor(), c10::kFloat);
     if (stack[kMaskArg].isTensor() && stack[kMaskArg].toTensor().scalar_type() == dt_)  // a bool mask stays
       stack[kMaskArg] = pooled_converted(stack[kMaskArg].toTensor(), c10::kFloat);
-    op_.callBoxed(&stack);
+    if (fp32_)
+      fp32_->run(stack);
+    else
+      op_.callBoxed(&stack);
     stack[0] = pooled_converted(stack[0].toTensor(), dt_);  // logsumexp (stack[1]) is fp32 either way
   }
-  const char* kind() const override { return "aten"; }
+  // The fp32 kernel's kind: it may run oneDNN's matmuls or ATen's flash kernel; explain() says which.
+  const char* kind() const override { return fp32_ ? fp32_->kind() : "aten"; }
   std::string describe() const override {
-    return std::string("aten in fp32: the ") + (dt_ == c10::kHalf ? "fp16" : "bf16") +
-           " operands widened, ATen's fp32 attention, the output rounded once (" + why_ + ")";
+    const std::string widened = std::string(dt_ == c10::kHalf ? "fp16" : "bf16") + " operands widened";
+    if (fp32_)
+      return "in fp32: the " + widened + ", the output rounded once (" + why_ + "); the fp32 call: " + fp32_->describe();
+    return "aten in fp32: the " + widened + ", ATen's fp32 attention, the output rounded once (" + why_ + ")";
   }
 
  private:
   c10::OperatorHandle op_;
   c10::ScalarType dt_;
   const char* why_;  // a string literal
+  std::unique_ptr<Kernel> fp32_;  // the fp32 attention kernel, or null: ATen's
 };
 
 }  // namespace
@@ -73,7 +89,12 @@ void register_attention_kernel(KernelRegistry& r) {
     const c10::ScalarType dt = n.args[0].value->meta->dtype;
     const char* why = attention_in_fp32(dt);
     if (!why) return nullptr;
-    return std::make_unique<AttentionInFp32>(*n.op, dt, why);
+    std::unique_ptr<Kernel> fp32;
+#ifdef FXCPP_HAS_ONEDNN
+    const char* force = std::getenv("FXCPP_ATTENTION");
+    if (!(force && std::string(force) == "fp32")) fp32 = onednn::make_fp32_attention_matmuls(*n.op);
+#endif
+    return std::make_unique<AttentionInFp32>(*n.op, dt, why, std::move(fp32));
   });
 }
 

@@ -281,12 +281,18 @@ class AttentionAsMatmuls final : public Kernel {
 
 }  // namespace
 
+// The fp32 kernel that attention_fp32.cpp hands its widened operands to.
+std::unique_ptr<Kernel> make_fp32_attention_matmuls(const c10::OperatorHandle& op) {
+  return std::make_unique<AttentionAsMatmuls>(op);
+}
+
 std::unique_ptr<Kernel> make_attention_kernel(const Node& n) {
   if (!n.op || n.args.empty() || n.args[0].kind != Arg::Kind::Value || !n.args[0].value->meta) return nullptr;
   const char* force = std::getenv("FXCPP_ATTENTION");
   if (force && (std::string(force) == "native" || std::string(force) == "fp32")) return nullptr;
   const c10::ScalarType dt = n.args[0].value->meta->dtype;
-  // fp16: no native fp16 GEMMs on most hosts (attention_fp32.cpp widens it); bf16 where oneDNN
+  // fp16: no native fp16 GEMMs on most hosts (attention_fp32.cpp widens it and hands it to this
+  // kernel's fp32 path); bf16 where oneDNN
   // has bf16 kernels, or forced (then a refusal is reported and ATen runs).
   if (dt != c10::kFloat && !(dt == c10::kBFloat16 && (native_bf16() || forced_matmuls()))) return nullptr;
   return std::make_unique<AttentionAsMatmuls>(*n.op);
