@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 import fxcpp
 from fxcpp.explain import Report, recording
-from attention_cases import CASES, attention, attention_row, gpt2_attention, inputs, random_case
+from attention_cases import CASES, OP, attention, attention_row, gpt2_attention, inputs, random_case
 from helpers import assert_same, errors_in_threads, explain_and_run, same_as_eager
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -186,6 +186,25 @@ def test_the_default_measures_four_signatures_and_says_what_it_kept(monkeypatch)
     assert "measured" in impl and "vs ATen's flash attention" in impl, impl
     assert impl.startswith("onednn ") or impl.startswith("aten: its flash attention was faster"), impl
     assert "as measured for an earlier shape" in impl, impl
+
+
+def test_a_growing_key_length_past_the_kept_signatures_stays_right(monkeypatch):
+    """Decoding: one query against keys one longer at each call. A node keeps 64 signatures'
+    primitives and evicts one for each new signature after that; 70 lengths match eager."""
+    monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
+    torch._dynamo.reset()
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
+    compiled = torch.compile(fn, backend="fxcpp", dynamic=True)
+    g = torch.Generator().manual_seed(3)
+    kv = torch.randn(2, 1, 4, 80, 16, generator=g)
+    graphs = []
+    with torch.no_grad(), recording(graphs):
+        for S in range(2, 72):
+            q = torch.randn(1, 4, 1, 16, generator=g)
+            k, v = kv[0, :, :, :S], kv[1, :, :, :S]
+            assert_same(fn(q, k, v), compiled(q, k, v))
+    rows = [r for r in Report(graphs).rows if r.op == OP]
+    assert rows and all(r.impl.startswith("onednn ") for r in rows), rows
 
 
 def test_later_calls_reuse_the_pooled_buffers_and_stay_right(monkeypatch):

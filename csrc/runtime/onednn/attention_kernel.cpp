@@ -48,6 +48,7 @@ constexpr int kDropoutArg = 3, kCausalArg = 4, kMaskArg = 5, kScaleArg = 6;
 // The fp32 scores of one call: above this the flash kernel's blocks (which never hold S whole) win.
 constexpr int64_t kMaxScoreBytes = int64_t(32) << 20;
 constexpr int kMaxMeasured = 4;
+constexpr size_t kMaxEntries = 64;  // signatures whose primitives a node keeps
 
 enum Choice : int { kUndecided = -1, kMatmuls = 0, kFlash = 1 };
 
@@ -82,6 +83,10 @@ class AttentionAsMatmuls final : public Kernel {
     Outputs out;
     try {
       std::shared_ptr<Entry> e = entry(q, k, v, mask, causal);
+      if (!e) {
+        note("aten: as measured for an earlier shape");
+        return op_.callBoxed(&stack);
+      }
       out = choose(*e, stack, [&] { return run_matmuls(*e, q, k, v, mask, causal, float(scale)); });
     } catch (const dnnl::error& err) {  // a primitive oneDNN would not build (no bf16 kernels on this host)
       note(std::string("aten: oneDNN refused the matmuls (") + err.what() + ")");
@@ -132,6 +137,9 @@ class AttentionAsMatmuls final : public Kernel {
       auto it = cache_.find(key);
       if (it != cache_.end()) return it->second;
     }
+    // A new signature past the measured ones that will run ATen anyway builds nothing (a
+    // decoding loop meets one per token).
+    if (!forced_ && measured_.load() >= kMaxMeasured && last_choice_.load() == kFlash) return nullptr;
     const int64_t B = q.size(0), H = q.size(1), L = q.size(2), E = q.size(3), S = k.size(2);
     const memory::data_type dt = dtype_of(q.scalar_type());
     dnnl::primitive_attr attr;
@@ -157,6 +165,9 @@ class AttentionAsMatmuls final : public Kernel {
       note("aten: oneDNN offers only its reference implementation (" + e->impl + ")");
     }
     std::lock_guard<std::mutex> lk(mu_);
+    // Bounded: a decoding loop's growing key length makes a new signature at every token. An
+    // evicted one is built again if it comes back (its choice is then the inherited one).
+    if (cache_.size() >= kMaxEntries) cache_.erase(cache_.begin());
     return cache_.emplace(key, std::move(e)).first->second;
   }
 
