@@ -5,6 +5,8 @@ and the time per generated token, interleaved rounds in one process.
 
     python -m benchmarks.decode [--models gpt2 llama] [--dtypes fp32 bf16] [--backends eager inductor fxcpp]
 
+`fxcpp_flash` is fxcpp with ATen's flash attention kept (FXCPP_ATTENTION=native).
+
 Models are built from transformers configs with random weights (no download), as the suite does.
 """
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -52,7 +55,15 @@ def _counting(backend: str, count: list):
 
     def compile_graph(gm, example_inputs, **kw):
         count.append(1)
-        return real(gm, example_inputs, **kw)
+        if backend != "fxcpp_flash":
+            return real(gm, example_inputs, **kw)
+        # fxcpp with ATen's flash attention kept (FXCPP_ATTENTION=native, read as kernels are made)
+        old = os.environ.get("FXCPP_ATTENTION")
+        os.environ["FXCPP_ATTENTION"] = "native"
+        try:
+            return real(gm, example_inputs, **kw)
+        finally:
+            os.environ.pop("FXCPP_ATTENTION") if old is None else os.environ.update(FXCPP_ATTENTION=old)
 
     return compile_graph
 

@@ -1,19 +1,22 @@
 // ATen's CPU attention (`_scaled_dot_product_flash_attention_for_cpu`) as two oneDNN matmuls
 // around one softmax pass: S = Q K^T in fp32, P = exp(S * scale + mask - max) in the inputs'
-// dtype with 1 / sum and logsumexp (cpu/attention_rows.h), O = (P V) / sum. At the suite's short sequences ATen's
-// flash kernel runs its GEMMs at a fraction of the FMA peak (bf16: ~10% at BERT's shapes on the
-// AVX-512-BF16 host); oneDNN's batched brgemm runs them near peak, and S for a whole call (a few
-// MB at sequence 128) stays in the last-level cache (benchmarks/results/attention-matmuls/).
-// Rounding as the flash kernel's: fp32 scores and softmax, unnormalized bf16 probabilities into
-// a bf16 GEMM with fp32 accumulation, divided by the fp32 sum, the output rounded once.
+// dtype with 1 / sum and logsumexp (cpu/attention_rows.h), O = (P V) / sum. At the suite's
+// short sequences ATen's flash kernel runs its GEMMs at a fraction of the FMA peak (bf16: ~10%
+// at BERT's shapes on the AVX-512-BF16 host); oneDNN's batched brgemm runs them near peak, and S
+// for a whole call (a few MB at sequence 128) stays in the last-level cache
+// (benchmarks/results/attention-matmuls/). Rounding as the flash kernel's: fp32 scores and
+// softmax, unnormalized bf16 probabilities into a bf16 GEMM with fp32 accumulation, divided by
+// the fp32 sum, the output rounded once.
 //
 // Never slower than ATen, as the oneDNN GEMM kernels: a signature's first call times both and
-// keeps the flash kernel unless this path is at least 10% faster; at most kMaxMeasured
-// signatures are measured per node (a decoding loop's growing keys then inherit the last
-// choice). ATen's kernel runs wherever this one does not apply (dropout, grouped-query heads,
-// scores above kMaxScoreBytes) and recomputes any call whose softmax met a row with no finite
-// max or sum (fully masked, NaN, inf) or whose output is not finite: ATen has its own rules
-// there (a fully masked row gives zeros; its causal blocks never read V right of the diagonal).
+// keeps the flash kernel unless this path is at least 10% faster. A node measures its first
+// kMaxMeasured signatures, then only one with twice the work of all measured before (a
+// decoding loop's growing key length, about once per doubling); others inherit the last
+// choice, and build no primitives where one call would not repay the build. ATen's kernel runs
+// wherever this one does not apply (dropout, grouped-query heads, scores above
+// kMaxScoreBytes) and recomputes any call whose softmax met a row with no finite max or sum
+// (fully masked, NaN, inf) or whose output is not finite: ATen has its own rules there (a
+// fully masked row gives zeros; its causal blocks never read V right of the diagonal).
 // FXCPP_ATTENTION=matmuls forces this path (tests); =native or =fp32 leave the node to ATen
 // (attention_fp32.cpp).
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -84,7 +87,8 @@ class AttentionAsMatmuls final : public Kernel {
     try {
       std::shared_ptr<Entry> e = entry(q, k, v, mask, causal);
       if (!e) {
-        note("aten: as measured for an earlier shape");
+        note(last_choice_.load() == kFlash ? "aten: as measured for an earlier shape"
+                                           : "aten: at new shapes, where building the matmuls costs more than one call saves");
         return op_.callBoxed(&stack);
       }
       out = choose(*e, stack, [&] { return run_matmuls(*e, q, k, v, mask, causal, float(scale)); });
@@ -110,6 +114,18 @@ class AttentionAsMatmuls final : public Kernel {
     at::Tensor o, lse;
     bool ok = true;  // false: a row or the output was not finite; ATen's kernel must say
   };
+
+  static double work(const at::Tensor& q, const at::Tensor& k) {
+    return double(q.size(0)) * double(q.size(1)) * double(q.size(2)) * double(k.size(2)) * double(q.size(3));
+  }
+
+  // Whether a new signature is measured: the first kMaxMeasured, then one with twice the work of
+  // every signature measured so far (a decoding loop's growing key length is measured at about
+  // each doubling; its first tokens are too small to speak for its last). Others inherit the
+  // last choice.
+  bool measures(const at::Tensor& q, const at::Tensor& k) const {
+    return measured_.load() < kMaxMeasured || work(q, k) >= 2 * max_measured_work_.load();
+  }
 
   // Why this call stays with ATen's kernel, or nullptr.
   static const char* not_applicable(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double dropout,
@@ -137,9 +153,15 @@ class AttentionAsMatmuls final : public Kernel {
       auto it = cache_.find(key);
       if (it != cache_.end()) return it->second;
     }
-    // A new signature past the measured ones that will run ATen anyway builds nothing (a
-    // decoding loop meets one per token).
-    if (!forced_ && measured_.load() >= kMaxMeasured && last_choice_.load() == kFlash) return nullptr;
+    // A new signature past the measured ones builds nothing where it will run ATen anyway, or
+    // where building its primitives takes longer than the matmuls would save in one call (the
+    // last measured saving per unit of work, B * H * L * S * E, times this call's work): a
+    // decoding loop meets a new key length at every token and calls it once (~60 us a build
+    // against ~20 us saved at a small model's first decoding steps).
+    if (!forced_ && !measures(q, k) &&
+        (last_choice_.load() == kFlash || build_us_.load() > saved_per_work_.load() * work(q, k)))
+      return nullptr;
+    const auto t0 = std::chrono::steady_clock::now();
     const int64_t B = q.size(0), H = q.size(1), L = q.size(2), E = q.size(3), S = k.size(2);
     const memory::data_type dt = dtype_of(q.scalar_type());
     dnnl::primitive_attr attr;
@@ -158,6 +180,7 @@ class AttentionAsMatmuls final : public Kernel {
     e->acc_in_output = q.scalar_type() == at::kFloat && e->out_strides == std::vector<int64_t>{H * L * E, L * E, E, 1};
     e->p1 = dnnl::matmul(e->pd1);
     e->p2 = dnnl::matmul(e->pd2);
+    build_us_.store(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     stats().primitives += 2;
     e->impl = std::string(e->pd1.impl_info_str()) + " + softmax rows " + cpu::isa_name() + " + " + e->pd2.impl_info_str();
     if (e->impl.find("ref:") != std::string::npos) {
@@ -238,7 +261,7 @@ class AttentionAsMatmuls final : public Kernel {
   Outputs choose(Entry& e, const Stack& stack, Mine&& mine) const {
     int c = e.choice.load();
     if (c == kUndecided && forced_) c = kMatmuls;
-    if (c == kUndecided && measured_.load() >= kMaxMeasured) c = last_choice_.load();
+    if (c == kUndecided && !measures(stack[0].toTensor(), stack[1].toTensor())) c = last_choice_.load();
     if (c != kUndecided) {
       if (e.choice.exchange(c) == kUndecided)
         note(c == kMatmuls ? "onednn " + e.impl + (forced_ ? "; FXCPP_ATTENTION=matmuls" : "; as measured for an earlier shape")
@@ -259,11 +282,16 @@ class AttentionAsMatmuls final : public Kernel {
       b = Outputs(), tb = std::min(tb, timed([&] { b = flash(stack); }));
     }
     const bool aten = tb < 0.9 * ta;
+    saved_per_work_.store(aten ? 0.0 : (tb - ta) / work(stack[0].toTensor(), stack[1].toTensor()));
     e.choice.store(aten ? kFlash : kMatmuls);
     last_choice_.store(aten ? kFlash : kMatmuls);
     ++measured_;
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "measured %.0f us vs ATen's flash attention %.0f us", ta, tb);
+    const double w = work(stack[0].toTensor(), stack[1].toTensor());
+    for (double m = max_measured_work_.load(); w > m && !max_measured_work_.compare_exchange_weak(m, w);) {
+    }
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "measured %.0f us vs ATen's flash attention %.0f us at %lld x %lld", ta, tb,
+                  static_cast<long long>(stack[0].toTensor().size(2)), static_cast<long long>(stack[1].toTensor().size(2)));
     note(aten ? std::string("aten: its flash attention was faster, ") + buf + " (" + e.impl + ")"
               : "onednn " + e.impl + "; " + buf);
     return aten || !a.ok ? b : a;
@@ -285,6 +313,9 @@ class AttentionAsMatmuls final : public Kernel {
   const cpu::AttentionRows rows_;
   const cpu::AttentionScale scale_;
   mutable std::atomic<int> measured_{0}, last_choice_{kUndecided};
+  // The last build of a signature's primitives (us), and what the matmuls saved at the last
+  // measurement, per unit of work().
+  mutable std::atomic<double> build_us_{0.0}, saved_per_work_{0.0}, max_measured_work_{0.0};
   mutable std::mutex mu_;
   mutable std::unordered_map<std::string, std::shared_ptr<Entry>> cache_;
   mutable std::vector<std::string> notes_;
