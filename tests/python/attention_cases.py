@@ -86,3 +86,15 @@ def random_case(seed):
     causal = mask is None and L == S and bool(pick(2))
     scale = [None, 0.2][pick(2)]
     return (q, k, v, mask), dict(is_causal=causal, scale=scale), f"b{b} h{h} L{L} S{S} d{d} {layout} {mask_kind} causal={causal} scale={scale}"
+
+
+def random_calls(dtype, seeds):
+    """(fn, inputs, description) of random_case(seed) for each seed, in `dtype` (a float mask too)."""
+    for seed in seeds:
+        (q, k, v, mask), kw, what = random_case(seed)
+        q, k, v = (t.to(dtype) for t in (q, k, v))
+        if mask is not None and mask.is_floating_point():
+            mask = mask.to(dtype)
+        xs = [q, k, v] + ([mask] if mask is not None else [])
+        fn = lambda q, k, v, m=None, kw=kw: F.scaled_dot_product_attention(q, k, v, attn_mask=m, **kw)  # noqa: E731
+        yield fn, xs, what

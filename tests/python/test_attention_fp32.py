@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import fxcpp
-from attention_cases import CASES, attention, attention_row, gpt2_attention, inputs, random_case
+from attention_cases import CASES, attention, attention_row, gpt2_attention, inputs, random_calls
 from helpers import assert_same, explain_and_run, same_as_eager
 
 WIDENED = "aten in fp32"
@@ -123,13 +123,7 @@ def test_a_training_step_through_the_widened_forward_gives_eagers_gradients(monk
 def test_random_attention_calls_forced_to_fp32_match_eager(dtype, monkeypatch):
     """40 random calls per dtype: eager's values by the fp64 rule, and eager's output strides."""
     monkeypatch.setenv("FXCPP_ATTENTION", "fp32")
-    for seed in range(40):
-        (q, k, v, mask), kw, what = random_case(seed)
-        q, k, v = (t.to(dtype) for t in (q, k, v))
-        if mask is not None and mask.is_floating_point():
-            mask = mask.to(dtype)
-        xs = [q, k, v] + ([mask] if mask is not None else [])
-        fn = lambda q, k, v, m=None: F.scaled_dot_product_attention(q, k, v, attn_mask=m, **kw)  # noqa: E731
+    for fn, xs, what in random_calls(dtype, range(40)):
         report, res, ref, ref64 = explain_and_run(fn, xs)
         assert attention_row(report).impl.startswith(WIDENED), (what, report)
         assert res.stride() == ref.stride(), what

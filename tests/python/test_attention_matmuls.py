@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 import fxcpp
 from fxcpp.explain import Report, recording
-from attention_cases import CASES, OP, attention, attention_row, gpt2_attention, inputs, random_case
+from attention_cases import CASES, OP, attention, attention_row, gpt2_attention, inputs, random_calls
 from helpers import assert_same, errors_in_threads, explain_and_run, same_as_eager
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -49,13 +49,7 @@ def test_random_calls_forced_to_matmuls_match_eager(dtype, monkeypatch):
     """40 random calls per dtype (shapes, contiguous / transposed / sliced operands, masks, causal,
     scale): eager's values by the fp64 rule and eager's output strides, each run by the matmuls."""
     monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
-    for seed in range(40):
-        (q, k, v, mask), kw, what = random_case(seed)
-        q, k, v = (t.to(dtype) for t in (q, k, v))
-        if mask is not None and mask.is_floating_point():
-            mask = mask.to(dtype)
-        xs = [q, k, v] + ([mask] if mask is not None else [])
-        fn = lambda q, k, v, m=None: F.scaled_dot_product_attention(q, k, v, attn_mask=m, **kw)  # noqa: E731
+    for fn, xs, what in random_calls(dtype, range(40)):
         report, res, ref, ref64 = explain_and_run(fn, xs)
         ran_matmuls(attention_row(report), dtype)
         assert res.stride() == ref.stride(), what
@@ -68,13 +62,7 @@ def test_fp16_widened_calls_run_the_matmuls_in_fp32(monkeypatch):
     if fxcpp._C.host_info()["avx512_fp16"]:
         pytest.skip("fp16 attention stays native on a CPU with AVX512-FP16")
     monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
-    for seed in range(12):
-        (q, k, v, mask), kw, what = random_case(100 + seed)
-        q, k, v = (t.half() for t in (q, k, v))
-        if mask is not None and mask.is_floating_point():
-            mask = mask.half()
-        xs = [q, k, v] + ([mask] if mask is not None else [])
-        fn = lambda q, k, v, m=None: F.scaled_dot_product_attention(q, k, v, attn_mask=m, **kw)  # noqa: E731
+    for fn, xs, what in random_calls(torch.float16, range(100, 112)):
         report, res, ref, ref64 = explain_and_run(fn, xs)
         row = attention_row(report)
         assert row.kernel == "onednn" and row.impl.startswith("in fp32: the fp16 operands widened"), (what, row.impl)
