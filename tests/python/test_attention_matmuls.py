@@ -88,6 +88,19 @@ def test_logsumexp_and_its_layout_match_aten(monkeypatch):
     torch.testing.assert_close(lse, rlse)
 
 
+@pytest.mark.parametrize("L,S", [(9, 4), (4, 9)], ids=["more_queries", "more_keys"])
+def test_causal_with_unequal_lengths_is_aligned_as_atens(L, S, monkeypatch):
+    """ATen aligns the causal mask top-left (query i sees keys 0..i); with more queries than keys
+    the last rows see every key."""
+    monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
+    g = torch.Generator().manual_seed(4)
+    q, k, v = (torch.randn(2, 3, n, 16, generator=g) for n in (L, S, S))
+    report, (o, lse), (ro, rlse), _ = explain_and_run(lambda q, k, v: flash(q, k, v, causal=True), [q, k, v])
+    assert ran_matmuls(attention_row(report), torch.float32)
+    torch.testing.assert_close(o, ro)
+    torch.testing.assert_close(lse, rlse)
+
+
 NON_FINITE = {
     # ATen's flash kernel gives such a row zeros (and logsumexp 0), not NaN.
     "fully_masked_row": lambda q, k, v: (q, k, v, torch.zeros(2, 1, 5, 7).index_fill_(2, torch.tensor([1]), float("-inf")), False),
