@@ -3,6 +3,9 @@
 import torch
 import torch.nn.functional as F
 
+import fxcpp
+from helpers import assert_same
+
 OP = "aten::_scaled_dot_product_flash_attention_for_cpu"
 
 
@@ -44,6 +47,13 @@ CASES = {
     "float_mask": ("float", {}),
     "bool_mask": ("bool", {}),
 }
+
+
+def case_call(case, dtype):
+    """(fn, inputs) of CASES[case]: the projections and attention in `dtype`."""
+    mask, kw = CASES[case]
+    fn = (lambda x, a, b, c, m: attention(x, a, b, c, m, **kw)) if mask else (lambda x, a, b, c: attention(x, a, b, c, **kw))
+    return fn, inputs(dtype, mask)
 
 
 def gpt2_attention(x, w):
@@ -98,3 +108,18 @@ def random_calls(dtype, seeds):
         xs = [q, k, v] + ([mask] if mask is not None else [])
         fn = lambda q, k, v, m=None, kw=kw: F.scaled_dot_product_attention(q, k, v, attn_mask=m, **kw)  # noqa: E731
         yield fn, xs, what
+
+
+def assert_later_calls_stay_right(dtype):
+    """Three calls of one compiled attention with other values, each 1 MiB and more (the buffer
+    pool's buffers): each must match eager by the fp64 rule, and the pool must have been hit."""
+    torch._dynamo.reset()
+    fn = torch.compile(attention, backend="fxcpp")
+    hits = fxcpp._C.cpu_fused_stats()["pool_hits"]
+    with torch.no_grad():
+        for seed in range(3):
+            g = torch.Generator().manual_seed(seed)
+            xs = [t.to(dtype) for t in (torch.randn(4, 256, 256, generator=g),
+                                        *(torch.randn(256, 256, generator=g) / 16 for _ in range(3)))]
+            assert_same(attention(*xs), fn(*xs), fp64_ref=attention(*[x.double() for x in xs]))
+    assert fxcpp._C.cpu_fused_stats()["pool_hits"] > hits

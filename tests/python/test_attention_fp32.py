@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import fxcpp
-from attention_cases import CASES, attention, attention_row, gpt2_attention, inputs, random_calls
+from attention_cases import CASES, assert_later_calls_stay_right, attention_row, case_call, gpt2_attention, random_calls
 from helpers import assert_same, explain_and_run, same_as_eager
 
 WIDENED = "aten in fp32"
@@ -19,10 +19,7 @@ WIDENED = "aten in fp32"
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_attention_forced_to_fp32_matches_eager_by_the_fp64_rule(case, dtype, monkeypatch):
     monkeypatch.setenv("FXCPP_ATTENTION", "fp32")
-    mask, kw = CASES[case]
-    xs = inputs(dtype, mask)
-    fn = (lambda x, a, b, c, m: attention(x, a, b, c, m, **kw)) if mask else (lambda x, a, b, c: attention(x, a, b, c, **kw))
-    report, res, ref, ref64 = explain_and_run(fn, xs)
+    report, res, ref, ref64 = explain_and_run(*case_call(case, dtype))
     assert attention_row(report).impl.startswith(WIDENED), report
     assert res.dtype == ref.dtype and res.stride() == ref.stride()
     assert_same(ref, res, fp64_ref=ref64)
@@ -77,15 +74,7 @@ def test_later_calls_reuse_the_pooled_buffers_and_stay_right(monkeypatch):
     """Operands of 1 MiB and more are widened into the buffer pool: each later call must read
     its own values, not an earlier call's."""
     monkeypatch.setenv("FXCPP_ATTENTION", "fp32")
-    torch._dynamo.reset()
-    fn = torch.compile(attention, backend="fxcpp")
-    hits = fxcpp._C.cpu_fused_stats()["pool_hits"]
-    with torch.no_grad():
-        for seed in range(3):
-            g = torch.Generator().manual_seed(seed)
-            xs = [t.half() for t in (torch.randn(4, 256, 256, generator=g), *(torch.randn(256, 256, generator=g) / 16 for _ in range(3)))]
-            assert_same(attention(*xs), fn(*xs), fp64_ref=attention(*[x.double() for x in xs]))
-    assert fxcpp._C.cpu_fused_stats()["pool_hits"] > hits
+    assert_later_calls_stay_right(torch.float16)
 
 
 def test_a_training_step_through_the_widened_forward_gives_eagers_gradients(monkeypatch):

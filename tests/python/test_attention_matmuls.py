@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 import fxcpp
 from fxcpp.explain import Report, recording
-from attention_cases import CASES, OP, attention, attention_row, gpt2_attention, inputs, random_calls
+from attention_cases import CASES, OP, assert_later_calls_stay_right, attention_row, case_call, gpt2_attention, random_calls
 from helpers import assert_same, errors_in_threads, explain_and_run, same_as_eager
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,10 +35,7 @@ def ran_matmuls(row, dtype):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_forced_matmuls_match_eager_by_the_fp64_rule(case, dtype, monkeypatch):
     monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
-    mask, kw = CASES[case]
-    xs = inputs(dtype, mask)
-    fn = (lambda x, a, b, c, m: attention(x, a, b, c, m, **kw)) if mask else (lambda x, a, b, c: attention(x, a, b, c, **kw))
-    report, res, ref, ref64 = explain_and_run(fn, xs)
+    report, res, ref, ref64 = explain_and_run(*case_call(case, dtype))
     ran_matmuls(attention_row(report), dtype)
     assert res.dtype == ref.dtype and res.stride() == ref.stride()
     assert_same(ref, res, fp64_ref=ref64)
@@ -219,15 +216,7 @@ def test_a_growing_key_length_past_the_kept_signatures_stays_right(monkeypatch):
 def test_later_calls_reuse_the_pooled_buffers_and_stay_right(monkeypatch):
     """Scores of 1 MiB and more come from the buffer pool: each later call must read its own."""
     monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
-    torch._dynamo.reset()
-    fn = torch.compile(attention, backend="fxcpp")
-    hits = fxcpp._C.cpu_fused_stats()["pool_hits"]
-    with torch.no_grad():
-        for seed in range(3):
-            g = torch.Generator().manual_seed(seed)
-            xs = [torch.randn(4, 256, 256, generator=g), *(torch.randn(256, 256, generator=g) / 16 for _ in range(3))]
-            assert_same(attention(*xs), fn(*xs), fp64_ref=attention(*[x.double() for x in xs]))
-    assert fxcpp._C.cpu_fused_stats()["pool_hits"] > hits
+    assert_later_calls_stay_right(torch.float32)
 
 
 def test_concurrent_calls_each_get_their_own_result(monkeypatch):
