@@ -1,8 +1,9 @@
 // The softmax between attention's two GEMMs (runtime/onednn/attention_kernel.cpp): for each
 // query row of the fp32 scores S = Q K^T, x = S * scale + mask (causal: -inf right of the
 // diagonal, top-left aligned as ATen's), P = exp(x - max) in the probabilities' dtype, 1 / sum
-// (which the caller scales the output by) and logsumexp = max + log(sum). One pass per row while it is in L1, rows split across threads.
-// Compiled once per instruction set (attention_rows_<isa>.cc) and picked as the interpreter is.
+// (which the caller scales the output by) and logsumexp = max + log(sum). One pass per row
+// while it is in L1, rows split across threads. Compiled once per instruction set
+// (attention_rows_<isa>.cc) and picked as the interpreter is.
 // A row whose max or sum is not finite (fully masked, NaN, inf) is only flagged: ATen's flash
 // kernel has its own rules there, so the caller recomputes such a call with it.
 #pragma once
@@ -16,7 +17,6 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <vector>
 
 namespace fxcpp::cpu {
 
@@ -70,7 +70,6 @@ inline void add_mask_row(const AttentionRowsArgs& a, int64_t b, int64_t h, int64
 
 template <typename Vec>
 void attention_rows_body(const AttentionRowsArgs& a) {
-  using at::vec::Vectorized;
   constexpr int64_t V = Vec::size();
   const int64_t rows = a.B * a.H * a.L, S = a.S;
   const float ninf = -std::numeric_limits<float>::infinity();
