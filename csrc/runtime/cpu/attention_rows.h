@@ -12,6 +12,7 @@
 #include <ATen/cpu/vec/vec.h>
 #include <c10/core/ScalarType.h>
 #include <c10/util/BFloat16.h>
+#include <c10/util/bit_cast.h>
 
 #include <atomic>
 #include <cmath>
@@ -40,8 +41,8 @@ using AttentionRows = void (*)(const AttentionRowsArgs&);
 AttentionRows select_attention_rows();  // attention_rows.cpp
 
 // The second GEMM's fp32 rows [B, H, L, E] (contiguous) times their row's 1 / sum, rounded once
-// into the output (element (b, h, l, e) at out_strides). In place where the output is fp32 with
-// the accumulator's layout.
+// into the output (element (b, h, l, e) at out_strides), noting whether any output value is not
+// finite. In place where the output is fp32 with the accumulator's layout.
 struct AttentionScaleArgs {
   const float* acc = nullptr;
   const float* inv_sum = nullptr;  // [B, H, L]
@@ -49,6 +50,7 @@ struct AttentionScaleArgs {
   c10::ScalarType out_dtype = c10::kFloat;
   int64_t out_strides[4] = {0, 0, 0, 0};
   int64_t B = 0, H = 0, L = 0, E = 0;
+  std::atomic<bool>* nonfinite = nullptr;  // set when any output value is NaN or inf
 };
 using AttentionScale = void (*)(const AttentionScaleArgs&);
 AttentionScale select_attention_scale();
@@ -135,8 +137,13 @@ void attention_scale_body(const AttentionScaleArgs& a) {
   constexpr int64_t V = Vec::size();
   const int64_t rows = a.B * a.H * a.L, E = a.E;
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(E, 1));
+  // The largest |value| that stays finite in the output's dtype: bf16 rounds from 0x7f7f8000 up
+  // to inf (to nearest even). NaN fails the comparison too.
+  const float limit = a.out_dtype == c10::kBFloat16 ? c10::bit_cast<float>(uint32_t{0x7f7f8000})
+                                                    : std::numeric_limits<float>::infinity();
   at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
     float t[256];  // one row scaled before conversion (E <= 256 here; longer rows go by parts)
+    Vec vmax(0.f);  // max |value| written (NaN propagates)
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t l = r % a.L, bh = r / a.L, h = bh % a.H, b = bh / a.H;
       const int64_t base = b * a.out_strides[0] + h * a.out_strides[1] + l * a.out_strides[2], es = a.out_strides[3];
@@ -145,8 +152,16 @@ void attention_scale_body(const AttentionScaleArgs& a) {
       for (int64_t e0 = 0; e0 < E; e0 += 256) {
         const int64_t n = std::min<int64_t>(256, E - e0);
         int64_t j = 0;
-        for (; j + V <= n; j += V) (Vec::loadu(x + e0 + j) * inv).store(t + j);
-        if (j < n) (Vec::loadu(x + e0 + j, n - j) * inv).store(t + j, n - j);
+        for (; j + V <= n; j += V) {
+          const Vec y = Vec::loadu(x + e0 + j) * inv;
+          vmax = at::vec::maximum(vmax, y.abs());
+          y.store(t + j);
+        }
+        if (j < n) {
+          const Vec y = Vec::loadu(x + e0 + j, n - j) * inv;  // zeros past n
+          vmax = at::vec::maximum(vmax, y.abs());
+          y.store(t + j, n - j);
+        }
         if (a.out_dtype == c10::kBFloat16) {
           c10::BFloat16* o = static_cast<c10::BFloat16*>(a.out) + base + e0 * es;
           if (es == 1)
@@ -159,6 +174,8 @@ void attention_scale_body(const AttentionScaleArgs& a) {
         }
       }
     }
+    const float m = at::vec::vec_reduce_all<float>([](Vec& p, Vec& q) { return at::vec::maximum(p, q); }, vmax);
+    if (!(m < limit)) a.nonfinite->store(true, std::memory_order_relaxed);
   });
 }
 
