@@ -26,8 +26,6 @@ struct PostOp {
   std::string str() const;
 };
 
-class ChoiceCache;  // runtime/choice_cache.h
-
 struct FusedOp {
   enum class Anchor { Conv, Matmul };
   Anchor anchor = Anchor::Matmul;
@@ -52,8 +50,6 @@ struct FusedOp {
   // the weight's bytes again). Off (Options.pack_weights=False): the weight is read where it
   // lies (matmul) or reordered at every call into a per-thread buffer (conv).
   bool pack_weight = true;
-  // Where the kernel reads and records its first-call choices across processes (Options.cache).
-  std::shared_ptr<ChoiceCache> choice_cache;
   std::vector<std::string> covers;  // the FX nodes this node replaces, anchor first
   std::string str() const;
 };

@@ -307,12 +307,7 @@ void Graph::disable_weight_packing() {
 
 void Graph::set_choice_cache(std::shared_ptr<ChoiceCache> cache) {
   check_mutable("set the choice cache");
-  for (Node* n : nodes()) {
-    if (!n->fused) continue;
-    auto f = std::make_shared<FusedOp>(*n->fused);
-    f->choice_cache = cache;
-    n->fused = std::move(f);
-  }
+  for (Node* n : nodes()) n->choice_cache = cache;
 }
 
 }  // namespace fxcpp

@@ -20,6 +20,8 @@
 
 namespace fxcpp {
 
+class ChoiceCache;  // runtime/choice_cache.h
+
 // One dimension: a concrete size, or a symbol (e.g. "s0", "2*s0"), or unknown ("?").
 struct Dim {
   int64_t value = 0;
@@ -99,6 +101,9 @@ struct Node {
   std::shared_ptr<FusedOp> fused;
   // Set on cpu_fused nodes (target "cpu::fused"): the group's program; null otherwise.
   std::shared_ptr<Program> program;
+  // Where a kernel that measures its first calls (oneDNN's GEMMs and convolutions, attention)
+  // reads and records those choices across processes (Options.cache); null when off.
+  std::shared_ptr<ChoiceCache> choice_cache;
 
   bool is_aten() const { return op.has_value(); }
   const c10::FunctionSchema& schema() const { return op->schema(); }

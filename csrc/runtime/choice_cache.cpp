@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -11,7 +13,7 @@ namespace fxcpp {
 
 namespace {
 
-constexpr const char* kMagic = "fxcpp-choices 1 ";
+constexpr const char* kMagic = "fxcpp-choices 2 ";
 
 std::string hex(const std::string& bytes) {
   static const char* digits = "0123456789abcdef";
@@ -19,6 +21,22 @@ std::string hex(const std::string& bytes) {
   out.reserve(bytes.size() * 2);
   for (unsigned char c : bytes) out += digits[c >> 4], out += digits[c & 15];
   return out;
+}
+
+// A time as written: "nan", or a finite value >= 0.
+bool parse_time(const std::string& s, double* out) {
+  if (s == "nan") return *out = std::numeric_limits<double>::quiet_NaN(), true;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || !std::isfinite(v) || v < 0) return false;
+  return *out = v, true;
+}
+
+std::string time_text(double v) {
+  if (!std::isfinite(v) || v < 0) return "nan";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
 }
 
 bool plain_token(const std::string& s) {
@@ -56,12 +74,13 @@ void ChoiceCache::load() {
   std::string line;
   while (std::getline(lines, line)) {
     std::istringstream fields(line);
-    int choice = -1;
-    std::string node, sig, extra;
-    if (!(fields >> choice >> node >> sig) || (fields >> extra) || (choice != 0 && choice != 1) ||
-        sig.size() % 2 != 0 || sig.find_first_not_of("0123456789abcdef") != std::string::npos)
+    Measured m;
+    std::string node, sig, ours, theirs, extra;
+    if (!(fields >> m.choice >> node >> sig >> ours >> theirs) || (fields >> extra) || (m.choice != 0 && m.choice != 1) ||
+        sig.size() % 2 != 0 || sig.find_first_not_of("0123456789abcdef") != std::string::npos ||
+        !parse_time(ours, &m.ours_us) || !parse_time(theirs, &m.theirs_us))
       return fail("a line does not parse");
-    choices_[node + '\0' + sig] = choice;
+    choices_[node + '\0' + sig] = m;
   }
   loaded_ = static_cast<int>(choices_.size());
   file_ok_ = true;
@@ -90,24 +109,24 @@ bool ChoiceCache::append(const std::string& text) {
   return ok;
 }
 
-int ChoiceCache::lookup(const std::string& node, const std::string& signature) {
+ChoiceCache::Measured ChoiceCache::lookup_measured(const std::string& node, const std::string& signature) {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = choices_.find(node + '\0' + hex(signature));
-  if (it == choices_.end()) return -1;
+  if (it == choices_.end()) return {};
   ++hits_;
   return it->second;
 }
 
-void ChoiceCache::record(const std::string& node, const std::string& signature, int choice) {
-  if (!plain_token(node) || (choice != 0 && choice != 1)) return;
+void ChoiceCache::record(const std::string& node, const std::string& signature, const Measured& m) {
+  if (!plain_token(node) || (m.choice != 0 && m.choice != 1)) return;
   const std::string sig = hex(signature);
   std::lock_guard<std::mutex> lk(mu_);
-  auto [it, inserted] = choices_.emplace(node + '\0' + sig, choice);
-  if (!inserted && it->second == choice) return;
-  it->second = choice;
+  auto [it, inserted] = choices_.emplace(node + '\0' + sig, m);
+  if (!inserted && it->second.choice == m.choice) return;
+  it->second = m;
   if (writable_ && !file_ok_) start_afresh();
   if (!writable_) return;
-  if (append(std::to_string(choice) + " " + node + " " + sig + "\n"))
+  if (append(std::to_string(m.choice) + " " + node + " " + sig + " " + time_text(m.ours_us) + " " + time_text(m.theirs_us) + "\n"))
     ++recorded_;
   else
     writable_ = false;

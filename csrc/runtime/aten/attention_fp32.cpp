@@ -22,7 +22,7 @@
 namespace fxcpp {
 #ifdef FXCPP_HAS_ONEDNN
 namespace onednn {
-std::unique_ptr<Kernel> make_fp32_attention_matmuls(const c10::OperatorHandle& op);  // attention_kernel.cpp
+std::unique_ptr<Kernel> make_fp32_attention_matmuls(const Node& n);  // attention_kernel.cpp
 }
 #endif
 namespace {
@@ -92,7 +92,7 @@ void register_attention_kernel(KernelRegistry& r) {
     std::unique_ptr<Kernel> fp32;
 #ifdef FXCPP_HAS_ONEDNN
     const char* force = std::getenv("FXCPP_ATTENTION");
-    if (!(force && std::string(force) == "fp32")) fp32 = onednn::make_fp32_attention_matmuls(*n.op);
+    if (!(force && std::string(force) == "fp32")) fp32 = onednn::make_fp32_attention_matmuls(n);
 #endif
     return std::make_unique<AttentionInFp32>(*n.op, dt, why, std::move(fp32));
   });

@@ -12,7 +12,9 @@
 // keeps the flash kernel unless this path is at least 10% faster. A node measures its first
 // kMaxMeasured signatures, then only one with twice the work of all measured before (a
 // decoding loop's growing key length, about once per doubling); others inherit the last
-// choice, and build no primitives where one call would not repay the build. ATen's kernel runs
+// choice, and build no primitives where one call would not repay the build. What a signature
+// measured goes into the choice cache (Options.cache) with both times, and a later process takes
+// it instead of timing again (and builds nothing where ATen's kernel won). ATen's kernel runs
 // wherever this one does not apply (dropout, grouped-query heads, scores above
 // kMaxScoreBytes) and recomputes any call whose softmax met a row with no finite max or sum
 // (fully masked, NaN, inf) or whose output is not finite: ATen has its own rules there (a
@@ -36,6 +38,7 @@
 #include <vector>
 
 #include "runtime/buffer_pool.h"
+#include "runtime/choice_cache.h"
 #include "runtime/cpu/attention_rows.h"
 #include "runtime/cpu/isa.h"
 #include "runtime/host.h"
@@ -61,7 +64,9 @@ struct Entry {
   std::vector<int64_t> out_strides;
   bool acc_in_output = false;  // fp32, contiguous: P V is written into the output and scaled there
   std::atomic<int> choice{kUndecided};
+  std::string key;  // the call signature
   std::string impl;
+  ChoiceCache::Measured earlier;  // an earlier process's measurement (choice cache), if any
 };
 
 bool forced_matmuls() {
@@ -71,8 +76,9 @@ bool forced_matmuls() {
 
 class AttentionAsMatmuls final : public Kernel {
  public:
-  explicit AttentionAsMatmuls(c10::OperatorHandle op)
-      : op_(std::move(op)), forced_(forced_matmuls()), rows_(cpu::select_attention_rows()), scale_(cpu::select_attention_scale()) {}
+  explicit AttentionAsMatmuls(const Node& n)
+      : op_(*n.op), name_(n.name), choice_cache_(n.choice_cache), forced_(forced_matmuls()),
+        rows_(cpu::select_attention_rows()), scale_(cpu::select_attention_scale()) {}
 
   void run(Stack& stack) const override {
     const at::Tensor q = stack[0].toTensor(), k = stack[1].toTensor(), v = stack[2].toTensor();
@@ -153,12 +159,16 @@ class AttentionAsMatmuls final : public Kernel {
       auto it = cache_.find(key);
       if (it != cache_.end()) return it->second;
     }
+    auto e = std::make_shared<Entry>();
+    e->key = key;
+    if (choice_cache_ && !forced_) e->earlier = choice_cache_->lookup_measured(name_, key);
+    if (e->earlier.choice == kFlash) return keep(std::move(e));  // no primitives: ATen's kernel runs
     // A new signature past the measured ones builds nothing where it will run ATen anyway, or
     // where building its primitives takes longer than the matmuls would save in one call (the
     // last measured saving per unit of work, B * H * L * S * E, times this call's work): a
     // decoding loop meets a new key length at every token and calls it once (~60 us a build
     // against ~20 us saved at a small model's first decoding steps).
-    if (!forced_ && !measures(q, k) &&
+    if (!forced_ && e->earlier.choice == kUndecided && !measures(q, k) &&
         (last_choice_.load() == kFlash || build_us_.load() > saved_per_work_.load() * work(q, k)))
       return nullptr;
     const auto t0 = std::chrono::steady_clock::now();
@@ -166,7 +176,6 @@ class AttentionAsMatmuls final : public Kernel {
     const memory::data_type dt = dtype_of(q.scalar_type());
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    auto e = std::make_shared<Entry>();
     // K^T is K read through swapped strides; S is contiguous fp32.
     const auto ks = k.strides();
     e->pd1 = dnnl::matmul::primitive_desc(cpu_engine(), plain_desc(q), plain_desc(k, {B, H, E, S}, {ks[0], ks[1], ks[3], ks[2]}),
@@ -187,10 +196,15 @@ class AttentionAsMatmuls final : public Kernel {
       e->choice.store(kFlash);
       note("aten: oneDNN offers only its reference implementation (" + e->impl + ")");
     }
+    return keep(std::move(e));
+  }
+
+  std::shared_ptr<Entry> keep(std::shared_ptr<Entry> e) const {
     std::lock_guard<std::mutex> lk(mu_);
     // Bounded: a decoding loop's growing key length makes a new signature at every token. An
     // evicted one is built again if it comes back (its choice is then the inherited one).
     if (cache_.size() >= kMaxEntries) cache_.erase(cache_.begin());
+    const std::string key = e->key;
     return cache_.emplace(key, std::move(e)).first->second;
   }
 
@@ -260,9 +274,19 @@ class AttentionAsMatmuls final : public Kernel {
   // best of three after one untimed call each; flash kept unless 10% faster).
   template <typename Mine>
   Outputs choose(Entry& e, const Stack& stack, Mine&& mine) const {
+    const at::Tensor q = stack[0].toTensor(), k = stack[1].toTensor();
     int c = e.choice.load();
     if (c == kUndecided && forced_) c = kMatmuls;
-    if (c == kUndecided && !measures(stack[0].toTensor(), stack[1].toTensor())) c = last_choice_.load();
+    if (c == kUndecided && e.earlier.choice != kUndecided) {  // an earlier process measured it
+      c = e.earlier.choice;
+      if (e.choice.exchange(c) == kUndecided) {
+        learn(c, e.earlier.ours_us, e.earlier.theirs_us, work(q, k));
+        const std::string how = "when an earlier process measured (" + measured_text(e.earlier, q, k) + "; choice cache)";
+        note(c == kMatmuls ? "onednn " + e.impl + "; faster " + how : "aten: its flash attention was faster " + how);
+      }
+      return c == kMatmuls ? or_flash(mine(), stack) : flash(stack);
+    }
+    if (c == kUndecided && !measures(q, k)) c = last_choice_.load();
     if (c != kUndecided) {
       if (e.choice.exchange(c) == kUndecided)
         note(c == kMatmuls ? "onednn " + e.impl + (forced_ ? "; FXCPP_ATTENTION=matmuls" : "; as measured for an earlier shape")
@@ -282,20 +306,33 @@ class AttentionAsMatmuls final : public Kernel {
       a = Outputs(), ta = std::min(ta, timed([&] { a = mine(); }));
       b = Outputs(), tb = std::min(tb, timed([&] { b = flash(stack); }));
     }
-    const bool aten = tb < 0.9 * ta;
-    saved_per_work_.store(aten ? 0.0 : (tb - ta) / work(stack[0].toTensor(), stack[1].toTensor()));
-    e.choice.store(aten ? kFlash : kMatmuls);
-    last_choice_.store(aten ? kFlash : kMatmuls);
+    const ChoiceCache::Measured m{tb < 0.9 * ta ? kFlash : kMatmuls, ta, tb};
+    const bool aten = m.choice == kFlash;
+    e.choice.store(m.choice);
+    learn(m.choice, ta, tb, work(q, k));
+    if (choice_cache_) choice_cache_->record(name_, e.key, m);
+    const std::string buf = "measured " + measured_text(m, q, k);
+    note(aten ? "aten: its flash attention was faster, " + buf + " (" + e.impl + ")" : "onednn " + e.impl + "; " + buf);
+    return aten || !a.ok ? b : a;
+  }
+
+  // What a measurement (this process's or an earlier one's) tells the choices that follow: the last
+  // choice, how many signatures were measured and the largest work, and the saving per unit of work.
+  void learn(int choice, double ours_us, double flash_us, double w) const {
+    const double saved = choice == kMatmuls && std::isfinite(flash_us - ours_us) ? (flash_us - ours_us) / w : 0.0;
+    saved_per_work_.store(saved);
+    last_choice_.store(choice);
     ++measured_;
-    const double w = work(stack[0].toTensor(), stack[1].toTensor());
     for (double m = max_measured_work_.load(); w > m && !max_measured_work_.compare_exchange_weak(m, w);) {
     }
+  }
+
+  // "X us vs ATen's flash attention Y us at L x S"
+  static std::string measured_text(const ChoiceCache::Measured& m, const at::Tensor& q, const at::Tensor& k) {
     char buf[128];
-    std::snprintf(buf, sizeof buf, "measured %.0f us vs ATen's flash attention %.0f us at %lld x %lld", ta, tb,
-                  static_cast<long long>(stack[0].toTensor().size(2)), static_cast<long long>(stack[1].toTensor().size(2)));
-    note(aten ? std::string("aten: its flash attention was faster, ") + buf + " (" + e.impl + ")"
-              : "onednn " + e.impl + "; " + buf);
-    return aten || !a.ok ? b : a;
+    std::snprintf(buf, sizeof buf, "%.0f us vs ATen's flash attention %.0f us at %lld x %lld", m.ours_us, m.theirs_us,
+                  static_cast<long long>(q.size(2)), static_cast<long long>(k.size(2)));
+    return buf;
   }
 
   Outputs or_flash(Outputs a, const Stack& stack) const {
@@ -310,6 +347,8 @@ class AttentionAsMatmuls final : public Kernel {
   }
 
   c10::OperatorHandle op_;
+  const std::string name_;
+  const std::shared_ptr<ChoiceCache> choice_cache_;  // Options.cache, or null
   const bool forced_;
   const cpu::AttentionRows rows_;
   const cpu::AttentionScale scale_;
@@ -325,8 +364,8 @@ class AttentionAsMatmuls final : public Kernel {
 }  // namespace
 
 // The fp32 kernel that attention_fp32.cpp hands its widened operands to.
-std::unique_ptr<Kernel> make_fp32_attention_matmuls(const c10::OperatorHandle& op) {
-  return std::make_unique<AttentionAsMatmuls>(op);
+std::unique_ptr<Kernel> make_fp32_attention_matmuls(const Node& n) {
+  return std::make_unique<AttentionAsMatmuls>(n);
 }
 
 std::unique_ptr<Kernel> make_attention_kernel(const Node& n) {
@@ -338,7 +377,7 @@ std::unique_ptr<Kernel> make_attention_kernel(const Node& n) {
   // kernel's fp32 path); bf16 where oneDNN
   // has bf16 kernels, or forced (then a refusal is reported and ATen runs).
   if (dt != c10::kFloat && !(dt == c10::kBFloat16 && (native_bf16() || forced_matmuls()))) return nullptr;
-  return std::make_unique<AttentionAsMatmuls>(*n.op);
+  return std::make_unique<AttentionAsMatmuls>(n);
 }
 
 }  // namespace fxcpp::onednn

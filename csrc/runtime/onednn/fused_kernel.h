@@ -31,6 +31,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <memory>
@@ -60,7 +62,7 @@ template <typename Entry>
 class FusedKernel : public Kernel {
  public:
   FusedKernel(const Node& n, bool long_lived_weight)
-      : f_(*n.fused), name_(n.name), long_lived_(long_lived_weight), out_dtype_(n.outputs[0]->meta->dtype),
+      : f_(*n.fused), name_(n.name), choice_cache_(n.choice_cache), long_lived_(long_lived_weight), out_dtype_(n.outputs[0]->meta->dtype),
         wide_io_(wide_io(n)), per_call_why_(why_per_call(n)), forced_(forced_choice()), native_bf16_(native_bf16()) {}
   const char* kind() const override { return "onednn"; }
 
@@ -242,7 +244,7 @@ class FusedKernel : public Kernel {
   template <typename RunOnce>
   at::Tensor choose(Entry& e, const Stack& stack, RunOnce&& run_once) const {
     int c = e.choice.load();
-    bool cached = false;
+    ChoiceCache::Measured earlier;  // from the choice cache
     if (c == kUndecided && forced_ != kUndecided) c = forced_;
     if (c == kUndecided && frozen_.load()) {  // eager's path would read the released weight
       e.choice.store(kOnednn);
@@ -251,16 +253,16 @@ class FusedKernel : public Kernel {
     }
     if (c == kUndecided && measured_.load() >= kMaxMeasured) c = last_choice_.load();
     // An earlier process measured this signature (Options.cache): take its choice.
-    if (c == kUndecided && f_.choice_cache && (c = f_.choice_cache->lookup(name_, e.key)) != kUndecided) {
-      cached = true;
+    if (c == kUndecided && choice_cache_ && (c = (earlier = choice_cache_->lookup_measured(name_, e.key)).choice) != kUndecided) {
       last_choice_.store(c);
       ++measured_;
     }
     if (c != kUndecided) {
       if (e.choice.exchange(c) == kUndecided) {  // the signature's first call: say why
-        if (cached)
-          note(c == kOnednn ? e.impl_note + "; as an earlier process measured (choice cache)"
-                            : "aten: eager's ops were faster when an earlier process measured (choice cache; " + e.impl + ")");
+        if (earlier.choice != kUndecided)
+          note(c == kOnednn ? e.impl_note + "; as an earlier process measured (" + cached_times(earlier) + "choice cache)"
+                            : "aten: eager's ops were faster when an earlier process measured (" + cached_times(earlier) +
+                                  "choice cache; " + e.impl + ")");
         else
           note(c == kOnednn ? e.impl_note
                             : forced_ == kAten ? "aten: FXCPP_KERNEL_CHOICE=aten" : "aten: as measured for an earlier shape");
@@ -297,7 +299,7 @@ class FusedKernel : public Kernel {
     e.choice.store(aten ? kAten : kOnednn);
     last_choice_.store(aten ? kAten : kOnednn);
     ++measured_;
-    if (f_.choice_cache) f_.choice_cache->record(name_, e.key, aten ? kAten : kOnednn);
+    if (choice_cache_) choice_cache_->record(name_, e.key, {aten ? kAten : kOnednn, t_mine, t_eager});
     char buf[96];
     std::snprintf(buf, sizeof buf, "measured %.0f us vs eager's %.0f us", t_mine, t_eager);
     note(aten ? std::string("aten: eager's ops were faster, ") + buf + " (" + e.impl + ")" : e.impl_note + "; " + buf);
@@ -306,6 +308,14 @@ class FusedKernel : public Kernel {
     mine.reset(), eager.reset();
     release_freed_memory();
     return out;
+  }
+
+  // "X us against eager's Y us; " from a choice cache entry, empty where it holds no times.
+  static std::string cached_times(const ChoiceCache::Measured& m) {
+    if (!std::isfinite(m.ours_us) || !std::isfinite(m.theirs_us)) return "";
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%.0f us against eager's %.0f us; ", m.ours_us, m.theirs_us);
+    return buf;
   }
 
   // The entry for `key`, made by `build()` at the signature's first call (outside the lock:
@@ -486,6 +496,7 @@ class FusedKernel : public Kernel {
 
   const FusedOp f_;
   const std::string name_;
+  const std::shared_ptr<ChoiceCache> choice_cache_;  // Options.cache, or null
   const bool long_lived_;  // the weight is a static input (parameter, buffer) or a constant
   const c10::ScalarType out_dtype_;
   const bool wide_io_;  // an activation or the output is fp32 around a bf16/fp16 weight (widen_chains)
