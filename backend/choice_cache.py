@@ -1,10 +1,11 @@
 """The choice cache: first-call kernel choices kept across processes (runtime/choice_cache.h).
 
-A oneDNN kernel's first call per input signature times its path against eager's ATen ops;
-on BERT-base and ResNet-50 that is a second or more of a fresh process's first call. Each
-compiled partition keeps what it measured in one file, named by the hash of everything a
-choice depends on, so a restarted service measures nothing again. The file holds node names,
-call signatures and choices: no weights, no code.
+A oneDNN kernel's first call per input signature times its path against eager's ATen ops
+(an attention node: its matmuls against ATen's flash kernel); on BERT-base and ResNet-50 that
+is a second or more of a fresh process's first call. Each compiled partition keeps what it
+measured in one file, named by the hash of everything a choice depends on, so a restarted
+service measures nothing again. The file holds node names, call signatures, choices and the
+two times behind each: no weights, no code.
 
 Where: Options.cache_dir, else $FXCPP_CACHE_DIR, else "fxcpp" inside torch's own cache
 directory ($TORCHINDUCTOR_CACHE_DIR, default /tmp/torchinductor_$USER), so shipping that
