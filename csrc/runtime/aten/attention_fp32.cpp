@@ -11,10 +11,10 @@
 // ATen's fp32 flash kernel at each signature's first call).
 #include <ATen/core/dispatch/Dispatcher.h>
 
-#include <cstdlib>
 #include <memory>
 #include <string>
 
+#include "runtime/attention_mode.h"
 #include "runtime/buffer_pool.h"
 #include "runtime/host.h"
 #include "runtime/kernel.h"
@@ -32,10 +32,10 @@ constexpr int kMaskArg = 5;  // query, key, value, dropout_p, is_causal, *, attn
 
 // Why dtype t's attention runs in fp32 here, or nullptr where it stays native.
 const char* attention_in_fp32(c10::ScalarType t) {
-  const char* force = std::getenv("FXCPP_ATTENTION");
-  if (force && std::string(force) == "native") return nullptr;
+  const AttentionMode mode = attention_mode();
+  if (mode == AttentionMode::Native) return nullptr;
   if (t != c10::kHalf && t != c10::kBFloat16) return nullptr;
-  if (force && std::string(force) == "fp32") return "FXCPP_ATTENTION=fp32";
+  if (mode == AttentionMode::Fp32) return "FXCPP_ATTENTION=fp32";
   if (t == c10::kHalf && !host().avx512_fp16) return "no native fp16 GEMMs in ATen's attention on this CPU";
   return nullptr;
 }
@@ -91,8 +91,7 @@ void register_attention_kernel(KernelRegistry& r) {
     if (!why) return nullptr;
     std::unique_ptr<Kernel> fp32;
 #ifdef FXCPP_HAS_ONEDNN
-    const char* force = std::getenv("FXCPP_ATTENTION");
-    if (!(force && std::string(force) == "fp32")) fp32 = onednn::make_fp32_attention_matmuls(n);
+    if (attention_mode() != AttentionMode::Fp32) fp32 = onednn::make_fp32_attention_matmuls(n);
 #endif
     return std::make_unique<AttentionInFp32>(*n.op, dt, why, std::move(fp32));
   });

@@ -29,7 +29,6 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -37,6 +36,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/attention_mode.h"
 #include "runtime/buffer_pool.h"
 #include "runtime/choice_cache.h"
 #include "runtime/cpu/attention_rows.h"
@@ -69,15 +69,10 @@ struct Entry {
   ChoiceCache::Measured earlier;  // an earlier process's measurement (choice cache), if any
 };
 
-bool forced_matmuls() {
-  const char* v = std::getenv("FXCPP_ATTENTION");
-  return v && std::string(v) == "matmuls";
-}
-
 class AttentionAsMatmuls final : public Kernel {
  public:
   explicit AttentionAsMatmuls(const Node& n)
-      : op_(*n.op), name_(n.name), choice_cache_(n.choice_cache), forced_(forced_matmuls()),
+      : op_(*n.op), name_(n.name), choice_cache_(n.choice_cache), forced_(attention_mode() == AttentionMode::Matmuls),
         rows_(cpu::select_attention_rows()), scale_(cpu::select_attention_scale()) {}
 
   void run(Stack& stack) const override {
@@ -108,12 +103,7 @@ class AttentionAsMatmuls final : public Kernel {
   }
 
   const char* kind() const override { return "onednn"; }
-  std::string describe() const override {
-    std::lock_guard<std::mutex> lk(mu_);
-    std::string s;
-    for (const auto& n : notes_) s += (s.empty() ? "" : " | ") + n;
-    return s;
-  }
+  std::string describe() const override { return notes_.joined(); }
 
  private:
   struct Outputs {
@@ -270,8 +260,10 @@ class AttentionAsMatmuls final : public Kernel {
     return {s[0].toTensor(), s[1].toTensor(), true};
   }
 
-  // This call's outputs from its signature's chosen path (fused_kernel.h's rule: interleaved,
-  // best of three after one untimed call each; flash kept unless 10% faster).
+  // This call's outputs from its signature's chosen path (timed as fused_kernel.h times: interleaved,
+  // best of three after one untimed call each). The flash kernel is kept unless the matmuls are
+  // clearly faster (fused_kernel.h gives its own path that benefit of the doubt instead: there
+  // eager's ops are the fallback; here ATen's kernel is the one a user would otherwise run).
   template <typename Mine>
   Outputs choose(Entry& e, const Stack& stack, Mine&& mine) const {
     const at::Tensor q = stack[0].toTensor(), k = stack[1].toTensor();
@@ -293,20 +285,14 @@ class AttentionAsMatmuls final : public Kernel {
                            : "aten: as measured for an earlier shape");
       return c == kMatmuls ? or_flash(mine(), stack) : flash(stack);
     }
-    using clock = std::chrono::steady_clock;
-    auto timed = [](auto&& f) {
-      auto t0 = clock::now();
-      f();
-      return std::chrono::duration<double, std::micro>(clock::now() - t0).count();
-    };
     Outputs a = mine(), b = flash(stack);
     if (!a.ok) return b;  // not finite: ATen's answer, and nothing learned about speed
     double ta = std::numeric_limits<double>::infinity(), tb = ta;
     for (int i = 0; i < 3; ++i) {
-      a = Outputs(), ta = std::min(ta, timed([&] { a = mine(); }));
-      b = Outputs(), tb = std::min(tb, timed([&] { b = flash(stack); }));
+      a = Outputs(), ta = std::min(ta, elapsed_us([&] { a = mine(); }));
+      b = Outputs(), tb = std::min(tb, elapsed_us([&] { b = flash(stack); }));
     }
-    const ChoiceCache::Measured m{tb < 0.9 * ta ? kFlash : kMatmuls, ta, tb};
+    const ChoiceCache::Measured m{clearly_faster(ta, tb) ? kMatmuls : kFlash, ta, tb};
     const bool aten = m.choice == kFlash;
     e.choice.store(m.choice);
     learn(m.choice, ta, tb, work(q, k));
@@ -341,10 +327,7 @@ class AttentionAsMatmuls final : public Kernel {
     return flash(stack);
   }
 
-  void note(const std::string& s) const {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (std::find(notes_.begin(), notes_.end(), s) == notes_.end()) notes_.push_back(s);
-  }
+  void note(const std::string& s) const { notes_.add(s); }
 
   c10::OperatorHandle op_;
   const std::string name_;
@@ -358,7 +341,7 @@ class AttentionAsMatmuls final : public Kernel {
   mutable std::atomic<double> build_us_{0.0}, saved_per_work_{0.0}, max_measured_work_{0.0};
   mutable std::mutex mu_;
   mutable std::unordered_map<std::string, std::shared_ptr<Entry>> cache_;
-  mutable std::vector<std::string> notes_;
+  mutable Notes notes_;
 };
 
 }  // namespace
@@ -370,13 +353,13 @@ std::unique_ptr<Kernel> make_fp32_attention_matmuls(const Node& n) {
 
 std::unique_ptr<Kernel> make_attention_kernel(const Node& n) {
   if (!n.op || n.args.empty() || n.args[0].kind != Arg::Kind::Value || !n.args[0].value->meta) return nullptr;
-  const char* force = std::getenv("FXCPP_ATTENTION");
-  if (force && (std::string(force) == "native" || std::string(force) == "fp32")) return nullptr;
+  const AttentionMode mode = attention_mode();
+  if (mode == AttentionMode::Native || mode == AttentionMode::Fp32) return nullptr;
   const c10::ScalarType dt = n.args[0].value->meta->dtype;
   // fp16: no native fp16 GEMMs on most hosts (attention_fp32.cpp widens it and hands it to this
   // kernel's fp32 path); bf16 where oneDNN
   // has bf16 kernels, or forced (then a refusal is reported and ATen runs).
-  if (dt != c10::kFloat && !(dt == c10::kBFloat16 && (native_bf16() || forced_matmuls()))) return nullptr;
+  if (dt != c10::kFloat && !(dt == c10::kBFloat16 && (native_bf16() || mode == AttentionMode::Matmuls))) return nullptr;
   return std::make_unique<AttentionAsMatmuls>(n);
 }
 

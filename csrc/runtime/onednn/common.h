@@ -3,7 +3,9 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -119,5 +121,36 @@ Stats& stats();
 
 // A tensor we may write into: only the executor's stack holds it and its storage.
 bool uniquely_owned(const at::Tensor& t);
+
+// First-call measurements (fused_kernel.h, attention_kernel.cpp): how long f() takes, in us;
+// and whether one path is clearly faster than the other, by 10% or more (best-of-three times
+// still move a few percent, and a close race should not flip between calls or processes).
+template <typename F>
+double elapsed_us(F&& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+inline bool clearly_faster(double t_us, double than_us) { return t_us < 0.9 * than_us; }
+
+// What a kernel says of its calls in explain(): each note once, in the order first said; safe
+// to add to while another thread reads them.
+class Notes {
+ public:
+  void add(const std::string& s) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (std::find(notes_.begin(), notes_.end(), s) == notes_.end()) notes_.push_back(s);
+  }
+  std::string joined() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    std::string out;
+    for (const auto& n : notes_) out += (out.empty() ? "" : " | ") + n;
+    return out;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> notes_;
+};
 
 }  // namespace fxcpp::onednn

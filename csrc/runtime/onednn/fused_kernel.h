@@ -85,12 +85,7 @@ class FusedKernel : public Kernel {
   }
 
   // What ran, one line per distinct choice made so far: "onednn <impl>, weight ..." or "aten: <why>".
-  std::string describe() const override {
-    std::lock_guard<std::mutex> lk(mu_);
-    std::string out;
-    for (const auto& s : notes_) out += (out.empty() ? "" : " | ") + s;
-    return out;
-  }
+  std::string describe() const override { return notes_.joined(); }
 
   bool may_freeze_arg(int pos) const override {
     const bool source = pos == 1 || pos == 2 || (f_.bn_arg >= 0 && pos >= f_.bn_arg && pos < f_.bn_arg + 4);
@@ -271,12 +266,6 @@ class FusedKernel : public Kernel {
       drop_pack(e);
       return eager_result(checked_not_frozen(stack));
     }
-    using clock = std::chrono::steady_clock;
-    auto timed = [](auto&& f) {
-      auto t0 = clock::now();
-      f();
-      return std::chrono::duration<double, std::micro>(clock::now() - t0).count();
-    };
     at::Tensor mine, eager;
     double t_mine = std::numeric_limits<double>::infinity(), t_eager = t_mine;
     // Interleaved, best of three after one call each not counted: a first call pays cold
@@ -285,17 +274,17 @@ class FusedKernel : public Kernel {
     // then small against the 10% margin, and the first call (BERT-base at batch 8) had been
     // paying eight calls of each large GEMM.
     mine = run_once(true);
-    const double t_first_eager = timed([&] { eager = eager_result(stack); });
+    const double t_first_eager = elapsed_us([&] { eager = eager_result(stack); });
     const int repeats = t_first_eager >= 20e3 ? 1 : 3;
     // Each result is released before it is made again: at most one of each is alive, so
     // measuring adds no more than two outputs to the first call's peak memory.
     for (int i = 0; i < repeats; ++i) {
       mine.reset();
-      t_mine = std::min(t_mine, timed([&] { mine = run_once(true); }));
+      t_mine = std::min(t_mine, elapsed_us([&] { mine = run_once(true); }));
       eager.reset();
-      t_eager = std::min(t_eager, timed([&] { eager = eager_result(stack); }));
+      t_eager = std::min(t_eager, elapsed_us([&] { eager = eager_result(stack); }));
     }
-    const bool aten = t_eager < 0.9 * t_mine;
+    const bool aten = clearly_faster(t_eager, t_mine);
     e.choice.store(aten ? kAten : kOnednn);
     last_choice_.store(aten ? kAten : kOnednn);
     ++measured_;
@@ -494,6 +483,9 @@ class FusedKernel : public Kernel {
     return to_out_dtype(reference(wide));
   }
 
+  // One line of describe() (explain()'s impl column), said once however often it happens.
+  void note(const std::string& s) const { notes_.add(s); }
+
   const FusedOp f_;
   const std::string name_;
   const std::shared_ptr<ChoiceCache> choice_cache_;  // Options.cache, or null
@@ -553,11 +545,6 @@ class FusedKernel : public Kernel {
     return "not a parameter";
   }
 
-  void note(const std::string& s) const {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (std::find(notes_.begin(), notes_.end(), s) == notes_.end()) notes_.push_back(s);
-  }
-
   const std::string per_call_why_;
   const int last_clamp_ = plain_clamps_allowed() ? last_plain_clamp(f_) : -1;
   const int forced_;
@@ -585,7 +572,7 @@ class FusedKernel : public Kernel {
   mutable std::once_flag warned_;
   mutable std::mutex mu_;
   mutable std::unordered_map<std::string, std::shared_ptr<Entry>> cache_;
-  mutable std::vector<std::string> notes_;
+  mutable Notes notes_;
 };
 
 }  // namespace fxcpp::onednn
