@@ -89,6 +89,11 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     const at::Tensor bias = stack[2].isNone() ? at::Tensor() : stack[2].toTensor();
     const int64_t nd = x.dim(), sp = nd - 2;
     const int64_t g = f_.groups;
+    if (spreads_non_finite(x, w, cdt) && max_abs(x) == std::numeric_limits<float>::infinity()) {
+      note(std::string("aten: at a call whose input is not all finite (oneDNN's ") + c10::toString(cdt) +
+           " kernels read an odd number of channels per group in pairs, and would spread a NaN or inf to a neighbour)");
+      return finish(stack, eager_result(checked_not_frozen(stack)));
+    }
     // Output sizes and oneDNN's right padding (what makes its size formula give the same sizes).
     Dims out = {x.size(0), f_.transposed ? w.size(1) * g : w.size(0)};
     Dims pad_l(f_.padding.begin(), f_.padding.end()), pad_r(sp), dil(sp), strides(f_.stride.begin(), f_.stride.end());
@@ -195,6 +200,20 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
       return res;
     };
     finish(stack, choose(*e, stack, run_once));
+  }
+
+  // oneDNN's bf16 and fp16 convolutions read input channels in pairs (VNNI). Where a group has an
+  // odd number, the last pair's second value is the next pixel's (or the next group's) first
+  // channel, times a zero weight: 0 for a finite value, but NaN for a NaN or inf, at an output
+  // eager gives finite (brgconv, brgconv_1x1 and jit_bf16 on AVX-512-BF16, transposed too;
+  // tests/python/test_conv_non_finite.py). Such a call is then computed as eager computes it,
+  // when its input holds a NaN or inf. A depthwise convolution (one channel in and one out per
+  // group) runs on oneDNN's depthwise kernels, which read no pairs: not checked.
+  bool spreads_non_finite(const at::Tensor& x, const at::Tensor& w, c10::ScalarType compute) const {
+    if (c10::elementSize(compute) != 2) return false;
+    const int64_t in_per_group = x.size(1) / f_.groups;
+    const int64_t out_per_group = f_.transposed ? w.size(1) : w.size(0) / f_.groups;
+    return in_per_group % 2 == 1 && !(in_per_group == 1 && out_per_group == 1);
   }
 
   at::Tensor unpack_weight(const PackedWeights& p, const at::Tensor& w) const override {
