@@ -92,3 +92,23 @@ def test_only_odd_channel_groups_check_their_input_and_finite_calls_stay_on_oned
         report = fxcpp.explain(fn, finite, w)
     (impl,) = [r.impl for r in report.rows if r.kernel == "onednn"]
     assert impl.startswith("onednn ") or impl.startswith("aten: eager's ops were faster"), impl
+
+
+@pytest.mark.skipif(not NATIVE_BF16, reason="bf16 convolutions run widened to fp32 on this host: no channel pairs")
+def test_a_frozen_convolution_given_a_nan_raises_naming_the_node_and_why(monkeypatch):
+    """Frozen (Options.freeze), eager's path has no weight to read: such a call raises a clear
+    error rather than spread the NaN; finite calls go on serving."""
+    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")  # the weight is released, not kept for eager's ops
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 1), torch.nn.ReLU()).eval().bfloat16()
+    finite = _input(3, None)
+    with torch.no_grad():
+        ref = model(finite)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fxcpp", options={"freeze": True})
+    with torch.no_grad():
+        assert_same(ref, compiled(finite))
+        with pytest.raises(RuntimeError, match=r"node '.*': this call needs eager's ATen path \(its input holds a NaN or inf\)"):
+            compiled(_input(3, float("nan")))
+        assert_same(ref, compiled(finite))
+    torch._dynamo.reset()

@@ -92,7 +92,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     if (spreads_non_finite(x, w, cdt) && max_abs(x) == std::numeric_limits<float>::infinity()) {
       note(std::string("aten: at a call whose input is not all finite (oneDNN's ") + c10::toString(cdt) +
            " kernels read an odd number of channels per group in pairs, and would spread a NaN or inf to a neighbour)");
-      return finish(stack, eager_result(checked_not_frozen(stack)));
+      return finish(stack, eager_result(checked_not_frozen(stack, " (its input holds a NaN or inf)")));
     }
     // Output sizes and oneDNN's right padding (what makes its size formula give the same sizes).
     Dims out = {x.size(0), f_.transposed ? w.size(1) * g : w.size(0)};
