@@ -5,7 +5,7 @@ reference for bf16/fp16), and its inputs must come back untouched. A failing pro
 shortest failing prefix, then statements dropped while it still fails) and written out as a
 standalone reproducer in tests/fuzz/repros/.
 
-    python tests/fuzz/fuzz.py --n 1000 [--seed 0] [--grammar 2] [--train] [--out tests/fuzz/repros]
+    python tests/fuzz/fuzz.py --n 1000 [--seed 0] [--grammar 2] [--train] [--attention matmuls] [--out tests/fuzz/repros]
 
 `make fuzz N=...` runs it; `make test` runs a fixed-seed slice (tests/python/test_fuzz_slice.py).
 """
@@ -375,7 +375,7 @@ import copy  # noqa: E402
 {inspect.getsource(_layout_differs)}
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":{{env}}
     import fxcpp  # noqa: F401
     from fxcpp.verify import same_as_eager
 
@@ -401,15 +401,33 @@ if __name__ == "__main__":
             ok = ok and good
     print("matches eager" if ok else "DIFFERS from eager")
 '''
+    # The environment it failed under (fuzz.py --attention).
+    env = "".join(f"\n    os.environ[{k!r}] = {os.environ[k]!r}  # as the fuzzer ran it" for k in ("FXCPP_ATTENTION",)
+                  if k in os.environ)
+    body = body.replace("{env}", "\n    import os" + env if env else "")
     with open(path, "w") as f:
         f.write(body)
     return path
 
 
 def run(n: int, seed: int, out_dir: str | None, verbose: bool = False, train: bool = False,
-        dtypes: tuple = tuple(DTYPES), grammar: int = 1, freeze: bool = False) -> dict:
+        dtypes: tuple = tuple(DTYPES), grammar: int = 1, freeze: bool = False, attention: str | None = None) -> dict:
     """Programs of seeds seed..seed+n-1 of that grammar whose dtype is in `dtypes` (the others
-    are counted as left out)."""
+    are counted as left out). attention: FXCPP_ATTENTION while they run (read as each
+    attention kernel is made)."""
+    saved = os.environ.get("FXCPP_ATTENTION")
+    if attention:
+        os.environ["FXCPP_ATTENTION"] = attention
+    try:
+        return _run(n, seed, out_dir, verbose, train, dtypes, grammar, freeze)
+    finally:
+        if saved is None:
+            os.environ.pop("FXCPP_ATTENTION", None)
+        else:
+            os.environ["FXCPP_ATTENTION"] = saved
+
+
+def _run(n, seed, out_dir, verbose, train, dtypes, grammar, freeze) -> dict:
     counts = {"ok": 0, "skip": 0, "fail": 0, "traced": 0, "left out": 0}
     failures, fallbacks, traced, released = [], [], [], []
     t0 = time.time()
@@ -450,12 +468,15 @@ def main(argv=None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--train", action="store_true", help="two training steps per program instead of inference calls")
     ap.add_argument("--dtypes", default=",".join(DTYPES), help="the programs of these dtypes only (default: all)")
-    ap.add_argument("--grammar", type=int, default=1, choices=(1, 2, 3), help="grammar.py's generation (default: 1)")
+    ap.add_argument("--grammar", type=int, default=1, choices=(1, 2, 3, 4), help="grammar.py's generation (default: 1)")
+    ap.add_argument("--attention", choices=("matmuls",),
+                    help="FXCPP_ATTENTION for the run: 'matmuls' runs every attention call the oneDNN matmuls take on them "
+                         "(by default small calls measure ATen's flash kernel faster and keep it)")
     ap.add_argument("--freeze", action="store_true", help="compile with options={'freeze': True}; two calls per program")
     a = ap.parse_args(argv)
     if a.freeze and a.train:
         ap.error("--freeze compiles inference graphs only")
-    c = run(a.n, a.seed, a.out, a.verbose, a.train, tuple(a.dtypes.split(",")), a.grammar, a.freeze)
+    c = run(a.n, a.seed, a.out, a.verbose, a.train, tuple(a.dtypes.split(",")), a.grammar, a.freeze, a.attention)
     print(f"programs {a.n} (grammar {a.grammar}, seeds {a.seed}..{a.seed + a.n - 1}): "
           + (f"{c['left out']} of other dtypes left out, " if c["left out"] else "")
           + f"ok {c['ok']}, eager raised too {c['skip']}, "

@@ -11,7 +11,10 @@ values, rotary embeddings, gated MLPs, masked softmax (whole rows masked include
 with an untransposed weight, addmm and baddbmm, column broadcasts from a slice, more unary and
 binary ops, layer_norm without affine, group_norm, dilated convolutions, avg-pool and nearest
 upsampling, and a second input of a lower rank that broadcasts. Grammar 1's seeds make the
-programs they always made.
+programs they always made. Grammar 3 adds reductions and softmax over other dims than the
+last; grammar 4 adds scaled_dot_product_attention as transformers call it (heads split from a
+3-d value through strided views, or a 4-d value as it is; keys and values the same, derived or
+a shorter slice; no mask, an additive or boolean mask, causal; the default or another scale).
 
 A program is data (statements over named values), so the fuzzer can shrink it; `source()`
 writes it as a standalone module that a reproducer file holds as it is.
@@ -226,7 +229,8 @@ class _Gen:
     KINDS_2 = ("unary_2", "binary_2", "upcast", "downcast", "t5_norm", "reduce_dim", "var", "se_gate",
                "per_channel", "rotary", "gated", "masked_softmax", "matmul_param", "addmm", "baddbmm",
                "col_bcast", "ln_plain", "group_norm", "conv_dilated", "avg_pool", "upsample", "bcast_input",
-               "var_dim", "softmax_dim", "bn_stats")  # the last three: grammar 3
+               "var_dim", "softmax_dim", "bn_stats",  # grammar 3
+               "attention")  # grammar 4
 
     def choices_2(self, s) -> list[str]:
         nd = len(s)
@@ -249,6 +253,8 @@ class _Gen:
             c += ["var_dim", "softmax_dim"]
             if nd == 4:
                 c += ["bn_stats"]
+        if self.grammar >= 4 and nd in (3, 4):
+            c += ["attention"] * 4
         b = self.vals.get("x1", ())
         if 0 < len(b) < nd and all(a in (1, d) for a, d in zip(b[::-1], s[::-1])):  # x1 broadcasts to s
             c += ["bcast_input", "bcast_input"]
@@ -309,6 +315,8 @@ class _Gen:
             d = r.randrange(nd - 1)
             f = r.choice(["torch.softmax({} * 0.5, {})", "F.log_softmax({}, {})", "(torch.softmax({}, {}) * 2.0)"])
             self.add(f.format(v, d), [v], s)
+        elif kind == "attention":
+            self.attention(v, s)
         elif kind == "bn_stats":  # training BatchNorm's statistics written out, over N, H, W
             self.add(f"(({v} - {v}.mean((0, 2, 3), keepdim=True)) * "
                      f"torch.rsqrt({v}.var((0, 2, 3), keepdim=True, unbiased=False) + 1e-5))", [v], s)
@@ -388,6 +396,41 @@ class _Gen:
         else:  # bcast_input: the lower-rank second input broadcast against v
             f = r.choice(["({} + x1)", "({} * x1)", "torch.maximum({}, x1)", "torch.where(x1 > 0, {}, x1)"])
             self.add(f.format(v), [v, "x1"], s)
+
+    def attention(self, v: str, s) -> None:
+        """Grammar 4: F.scaled_dot_product_attention on v. A 3-d v [B, L, D] is split into h heads
+        ([B, h, L, D / h], a strided view, as BERT's projections give) and merged back after; a
+        4-d v is [B, H, L, E] as it is."""
+        r = self.r
+        v = self.low(v, s)
+        if len(s) == 3:
+            d = s[2]
+            h = r.choice([k for k in (1, 2, 4) if d % k == 0] if d > 0 else [1])
+            q, L, e = f"{v}.unflatten(-1, ({h}, {d // h})).transpose(1, 2)", s[1], d // h
+        else:
+            q, L, e = v, s[2], s[3]
+        kv = r.choice(["same", "derived", "slice", "param"])
+        if kv == "same":
+            k, val, S = q, q, L
+        elif kv == "derived":
+            k, val, S = f"({q} * 0.5)", f"torch.tanh({q})", L
+        elif kv == "slice":  # fewer keys than queries
+            S = max(1, L // 2) if L > 0 else 0
+            k, val = f"{q}[..., :{S}, :]", f"({q}[..., :{S}, :] + 1.0)"
+        else:  # a key bias of the head dim (a parameter read at every call)
+            k, val, S = f"({q} + {self.param((e,))})", q, L
+        args = [q, k, val]
+        u = r.random()
+        if u < 0.25:
+            args.append(f"attn_mask={self.param((L, S))}")  # additive, broadcast over batch and heads
+        elif u < 0.4:
+            args.append(f"attn_mask={self.param((1, S))} > -1.0")  # boolean, True takes part: a padding mask
+        elif u < 0.6:
+            args.append("is_causal=True")
+        if r.random() < 0.3:
+            args.append("scale=0.3")
+        out = f"F.scaled_dot_product_attention({', '.join(args)})"
+        self.add(f"{out}.transpose(1, 2).flatten(-2)" if len(s) == 3 else out, [v], s)
 
 
 def _bcast_shape(r: random.Random, shape: tuple) -> tuple:

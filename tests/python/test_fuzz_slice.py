@@ -2,7 +2,8 @@
 fxcpp matches eager by the harness rule and leaves its inputs untouched, at its first call,
 a second, one after its weights changed and two at new batch sizes; the same for a slice of
 grammar 2 (casts, other reductions, rotary, gated MLPs, masked softmax, broadcast inputs...)
-and grammar 3 (statistics and softmax over other dims than the last);
+grammar 3 (statistics and softmax over other dims than the last) and grammar 4 (attention, on the
+oneDNN matmuls);
 two training steps of the fp32 programs of both; a slice of grammar 2 compiled with
 freeze=True. `make fuzz N=...` runs as many as asked.
 Also: the shrinker keeps a failure and drops what it does not need, and the reproducer it
@@ -48,6 +49,45 @@ def test_fuzz_slice_grammar_3(start):
     c = fuzz.run(BATCH, start, out_dir=None, grammar=3)
     assert c["fail"] == 0, "\n".join(f"seed {s}: {d}\n  {prog}" for s, d, prog, _ in c["failures"])
     assert c["ok"] >= BATCH * 0.9, c
+
+
+SEEDS_4 = 100
+
+
+@pytest.mark.parametrize("start", range(0, SEEDS_4, BATCH))
+def test_fuzz_slice_grammar_4(start):
+    """Grammar 4: grammar 3 with scaled_dot_product_attention (heads split through strided views,
+    derived or sliced keys, masks, causal, scale), its calls forced onto the oneDNN matmuls
+    (FXCPP_ATTENTION=matmuls: by default these small calls measure ATen's kernel faster)."""
+    c = fuzz.run(BATCH, start, out_dir=None, grammar=4, attention="matmuls")
+    assert c["fail"] == 0, "\n".join(f"seed {s}: {d}\n  {prog}" for s, d, prog, _ in c["failures"])
+    assert c["ok"] >= BATCH * 0.9, c
+
+
+def test_grammar_4_attention_runs_the_matmuls(monkeypatch):
+    """The slice above tests the attention kernel: many of its attention calls reach it."""
+    from fxcpp.explain import Report, recording
+
+    monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
+    calls = kernel = 0
+    for p in (generate(s, 4) for s in range(SEEDS_4)):
+        if "scaled_dot_product_attention" not in p.source():
+            continue
+        cls, make_inputs = fuzz.instantiate(p)
+        dtype = fuzz.TORCH_DTYPES[p.dtype]
+        model, xs = cls().eval().to(dtype), make_inputs(dtype)
+        torch._dynamo.reset()
+        rec: list = []
+        with torch.no_grad(), recording(rec):
+            try:
+                torch.compile(model, backend="fxcpp")(*xs)
+            except Exception:  # noqa: BLE001 - eager rejects it too (an empty dim): the slice counts those
+                continue
+        calls += p.source().count("scaled_dot_product_attention(")
+        kernel += sum("attention" in r.op and "softmax rows" in r.impl or "in fp32: the fp16" in r.impl for r in Report(rec).rows)
+    # 14 of 29 calls at this commit; the rest take ATen's math path as eager does (a channels-last
+    # value's last dim has a stride other than 1), or have an empty dim.
+    assert calls >= 20 and kernel >= calls // 3, (calls, kernel)
 
 
 FREEZE_SEEDS = 100
@@ -154,6 +194,22 @@ def test_shrink_keeps_the_failure_and_drops_the_rest(monkeypatch, tmp_path):
     path = fuzz.write_repro(small, "stand-in", str(tmp_path))
     out = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "matches eager" in out.stdout, out.stderr[-2000:]
+
+
+def test_a_repro_runs_under_the_environment_the_fuzzer_ran(monkeypatch, tmp_path):
+    """fuzz.py --attention matmuls: the reproducer sets FXCPP_ATTENTION as the run did, before
+    fxcpp makes its kernels."""
+    p = next(q for q in (generate(s, 4) for s in range(100)) if "scaled_dot_product_attention" in q.source()
+             and q.dtype == "fp32")
+    monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
+    path = fuzz.write_repro(p, "stand-in", str(tmp_path))
+    text = open(path).read()
+    assert text.index("os.environ['FXCPP_ATTENTION'] = 'matmuls'") < text.index("    import fxcpp"), text
+    env = {k: v for k, v in os.environ.items() if k != "FXCPP_ATTENTION"}
+    out = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0 and "matches eager" in out.stdout, out.stderr[-2000:]
+    monkeypatch.delenv("FXCPP_ATTENTION")
+    assert "FXCPP_ATTENTION" not in open(fuzz.write_repro(p, "stand-in", str(tmp_path / "plain"))).read()
 
 
 def test_a_layout_only_dynamo_traced_is_reported_apart():
