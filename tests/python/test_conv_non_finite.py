@@ -94,21 +94,31 @@ def test_only_odd_channel_groups_check_their_input_and_finite_calls_stay_on_oned
     assert impl.startswith("onednn ") or impl.startswith("aten: eager's ops were faster"), impl
 
 
-@pytest.mark.skipif(not NATIVE_BF16, reason="bf16 convolutions run widened to fp32 on this host: no channel pairs")
-def test_a_frozen_convolution_given_a_nan_raises_naming_the_node_and_why(monkeypatch):
-    """Frozen (Options.freeze), eager's path has no weight to read: such a call raises a clear
-    error rather than spread the NaN; finite calls go on serving."""
+@pytest.mark.parametrize("batchnorm", [False, True], ids=["conv_relu", "conv_batchnorm_relu"])
+def test_a_frozen_convolution_given_a_nan_computes_from_its_kept_pack(batchnorm, monkeypatch):
+    """Frozen (Options.freeze), eager's path has no weight to read: such a call computes ATen's
+    convolution from the weight the kernel's pack holds (BatchNorm folded in), in fp32, and gives
+    eager's NaN and inf where eager does; finite calls go on from the pack."""
     monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")  # the weight is released, not kept for eager's ops
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 1), torch.nn.ReLU()).eval().bfloat16()
-    finite = _input(3, None)
+    layers = [torch.nn.Conv2d(3, 8, 1)] + ([torch.nn.BatchNorm2d(8)] if batchnorm else []) + [torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers).eval()
+    if batchnorm:
+        with torch.no_grad():
+            model[1].running_mean.normal_()
+            model[1].running_var.uniform_(0.5, 2)
+    model = model.bfloat16()
+    calls = [_input(3, None), _input(3, float("nan")), _input(3, -float("inf")), _input(3, None)]
     with torch.no_grad():
-        ref = model(finite)
+        refs = [model(x) for x in calls]
+        refs64 = [model.double()(x.double()) for x in calls]
+        model.bfloat16()
     torch._dynamo.reset()
     compiled = torch.compile(model, backend="fxcpp", options={"freeze": True})
     with torch.no_grad():
-        assert_same(ref, compiled(finite))
-        with pytest.raises(RuntimeError, match=r"node '.*': this call needs eager's ATen path \(its input holds a NaN or inf\)"):
-            compiled(_input(3, float("nan")))
-        assert_same(ref, compiled(finite))
+        for x, ref, ref64 in zip(calls, refs, refs64):
+            res = compiled(x)
+            assert torch.equal(ref.isnan(), res.isnan()) and torch.equal(ref.isinf(), res.isinf())
+            assert_same(ref, res, fp64_ref=ref64)
+    assert any(type(p).__name__ == "ReleasedTensor" for p in model.parameters())
     torch._dynamo.reset()

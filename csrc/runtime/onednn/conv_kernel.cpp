@@ -92,7 +92,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     if (spreads_non_finite(x, w, cdt) && max_abs(x) == std::numeric_limits<float>::infinity()) {
       note(std::string("aten: at a call whose input is not all finite (oneDNN's ") + c10::toString(cdt) +
            " kernels read an odd number of channels per group in pairs, and would spread a NaN or inf to a neighbour)");
-      return finish(stack, eager_result(checked_not_frozen(stack, " (its input holds a NaN or inf)")));
+      return finish(stack, frozen() ? frozen_reference(stack) : eager_result(stack));
     }
     // Output sizes and oneDNN's right padding (what makes its size formula give the same sizes).
     Dims out = {x.size(0), f_.transposed ? w.size(1) * g : w.size(0)};
@@ -200,6 +200,25 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
       return res;
     };
     finish(stack, choose(*e, stack, run_once));
+  }
+
+  // ATen's result for a frozen kernel (Options.freeze released the weight, and any BatchNorm's
+  // tensors): from the weight and bias its kept pack holds, BatchNorm folded in (exact), so none
+  // is applied again. Computed in fp32 and rounded once, as the widened path computes.
+  at::Tensor frozen_reference(const Stack& stack) const {
+    const std::shared_ptr<const PackedWeights> pack = a_frozen_pack();
+    const at::Tensor w = stack[1].toTensor();  // released: its shape and dtype only
+    auto wide = [](const at::Tensor& t) { return t.is_floating_point() ? t.to(at::kFloat) : t; };
+    Stack s = stack;
+    s[0] = wide(stack[0].toTensor());
+    s[1] = unpack_weight(*pack, w).to(at::kFloat);
+    s[2] = pack->bias.defined() ? c10::IValue(pack->bias.to(at::kFloat)) : c10::IValue();
+    for (const PostOp& p : f_.post_ops)
+      if (p.arg >= 0) s[p.arg] = wide(stack[p.arg].toTensor());
+    FusedOp unfolded = f_;
+    unfolded.bn_arg = -1;
+    at::Tensor y = reference_conv(unfolded, s).to(out_dtype_);
+    return f_.channels_last ? to_cl(y) : y;
   }
 
   // oneDNN's bf16 and fp16 convolutions read input channels in pairs (VNNI). Where a group has an

@@ -431,6 +431,13 @@ class FusedKernel : public Kernel {
     return e.packed = p;
   }
 
+  // A frozen kernel's first kept pack (it keeps one at least).
+  std::shared_ptr<const PackedWeights> a_frozen_pack() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    TORCH_CHECK(!frozen_packs_.empty(), "fxcpp: node '", name_, "': no pack kept");
+    return frozen_packs_.front();
+  }
+
   // Under mu_: the frozen pack laid out as `layout`, or null.
   std::shared_ptr<const PackedWeights> frozen_pack_for(const PackLayout& layout) const {
     for (const auto& p : frozen_packs_)
