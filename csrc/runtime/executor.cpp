@@ -138,6 +138,12 @@ Executable::Executable(std::shared_ptr<const Graph> graph, const KernelRegistry&
       if (last_use[s] == -1 && std::find(kept.begin(), kept.end(), s) == kept.end()) last_use[s] = static_cast<int>(i);
   for (size_t s = 0; s < num_slots_; ++s)
     if (last_use[s] >= 0) steps_[last_use[s]].release.push_back(static_cast<int>(s));
+  const std::vector<int> uses = graph_->use_counts();
+  for (Step& s : steps_) {
+    std::vector<bool> read;
+    for (const Value* v : s.node->outputs) read.push_back(uses[v->id] > 0);
+    s.kernel->set_outputs_read(read);
+  }
   plan_static_part();
   plan_peak_bytes();
   plan_brief();

@@ -39,6 +39,10 @@ class Kernel {
   // run from copies it holds (a kernel that would otherwise read that input at each call packs
   // it instead: matmul_kernel.cpp, widens_per_call).
   virtual void will_freeze() const {}
+  // Before the first call: which of the node's outputs the plan reads (a later node, or a graph
+  // output such as a training forward's tensors saved for its backward). A kernel may choose
+  // its path by it.
+  virtual void set_outputs_read(const std::vector<bool>& /*read*/) {}
 };
 
 // Returns a kernel for the node, or nullptr when it does not take this node.

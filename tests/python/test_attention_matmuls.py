@@ -73,16 +73,19 @@ def flash(q, k, v, mask=None, causal=False, scale=None):
     return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal, attn_mask=mask, scale=scale)
 
 
-def test_logsumexp_and_its_layout_match_aten(monkeypatch):
+def test_a_graph_reading_the_logsumexp_runs_atens_kernel(monkeypatch):
+    """Whatever reads the logsumexp (a training forward saves it for ATen's backward, which
+    recomputes the scores with its own GEMMs against it) gets ATen's, from ATen's kernel, even
+    with the matmuls forced: one from oneDNN's scores made large scores' gradients stray (the
+    fuzzer's grammar 4, seed 164 with --train)."""
     monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 5, 3, 16, generator=g).transpose(1, 2) for _ in range(3))
     mask = torch.randn(5, 5, generator=g)
     report, (o, lse), (ro, rlse), _ = explain_and_run(lambda q, k, v, m: flash(q, k, v, m, causal=True, scale=0.3), [q, k, v, mask])
-    assert ran_matmuls(attention_row(report), torch.float32)
+    assert attention_row(report).impl.startswith("aten: its logsumexp is read"), attention_row(report).impl
     assert o.stride() == ro.stride() and lse.stride() == rlse.stride(), (o.stride(), ro.stride(), lse.stride(), rlse.stride())
-    torch.testing.assert_close(o, ro)
-    torch.testing.assert_close(lse, rlse)
+    assert torch.equal(o, ro) and torch.equal(lse, rlse)
 
 
 @pytest.mark.parametrize("L,S", [(9, 4), (4, 9)], ids=["more_queries", "more_keys"])
@@ -92,10 +95,9 @@ def test_causal_with_unequal_lengths_is_aligned_as_atens(L, S, monkeypatch):
     monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
     g = torch.Generator().manual_seed(4)
     q, k, v = (torch.randn(2, 3, n, 16, generator=g) for n in (L, S, S))
-    report, (o, lse), (ro, rlse), _ = explain_and_run(lambda q, k, v: flash(q, k, v, causal=True), [q, k, v])
+    report, o, ro, _ = explain_and_run(lambda q, k, v: flash(q, k, v, causal=True)[0], [q, k, v])
     assert ran_matmuls(attention_row(report), torch.float32)
     torch.testing.assert_close(o, ro)
-    torch.testing.assert_close(lse, rlse)
 
 
 NON_FINITE = {
@@ -116,12 +118,11 @@ def test_non_finite_calls_take_atens_rules(case, monkeypatch):
     g = torch.Generator().manual_seed(1)
     q, k, v, mask, causal = NON_FINITE[case](*(torch.randn(2, 3, n, 8, generator=g) for n in (5, 7, 7)))
     xs = [q, k, v] + ([mask] if mask is not None else [])
-    fn = lambda q, k, v, m=None: flash(q, k, v, m, causal=causal)  # noqa: E731
+    fn = lambda q, k, v, m=None: flash(q, k, v, m, causal=causal)[0]  # noqa: E731 - the output alone (logsumexp unread)
     report, res, ref, _ = explain_and_run(fn, xs)
     assert "not finite" in attention_row(report).impl, attention_row(report).impl
-    for r, c in zip(ref, res):
-        assert torch.equal(r.isnan(), c.isnan())
-        torch.testing.assert_close(c, r, equal_nan=True)
+    assert torch.equal(ref.isnan(), res.isnan())
+    torch.testing.assert_close(res, ref, equal_nan=True)
 
 
 def test_finite_calls_after_a_non_finite_one_run_the_matmuls_again(monkeypatch):
@@ -238,9 +239,10 @@ def test_concurrent_calls_each_get_their_own_result(monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
-def test_a_training_step_through_the_matmuls_gives_eagers_gradients(dtype, monkeypatch):
+def test_a_training_forward_runs_atens_kernel_and_gives_eagers_gradients(dtype, monkeypatch):
     """The forward's output and logsumexp feed ATen's flash backward, which recomputes the
-    probabilities from them: the gradients must pass the fp64-reference rule against eager's."""
+    probabilities from them with its own GEMMs: the forward runs ATen's kernel too, the matmuls
+    forced or not, and the gradients pass the fp64-reference rule against eager's."""
     monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
     torch.manual_seed(0)
     lin = torch.nn.Linear(64, 192).to(dtype)
@@ -262,7 +264,7 @@ def test_a_training_step_through_the_matmuls_gives_eagers_gradients(dtype, monke
     report = fxcpp.explain(eager, copy.deepcopy(lin).weight, x.detach().clone().requires_grad_())
     row = attention_row(report)
     assert row.graph.endswith("forward"), report
-    ran_matmuls(row, dtype)
+    assert row.impl.startswith("aten: its logsumexp is read"), row.impl
 
 
 def _lower_capabilities():
@@ -275,7 +277,7 @@ def test_softmax_rows_of_each_instruction_set(cap):
     """The softmax rows are built per instruction set: the lower builds pass the random calls too."""
     env = dict(os.environ, ATEN_CPU_CAPABILITY=cap)
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k",
-                        "random or logsumexp or non_finite", os.path.join(HERE, "test_attention_matmuls.py")],
+                        "random or causal or non_finite", os.path.join(HERE, "test_attention_matmuls.py")],
                        env=env, capture_output=True, text=True, cwd=os.path.dirname(HERE))
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
     code = ("import os, torch, fxcpp\nos.environ['FXCPP_ATTENTION'] = 'matmuls'\n"

@@ -456,9 +456,9 @@ class FusedKernel : public Kernel {
   }
 
   // A frozen kernel cannot run eager's path (it reads the released weight): a clear error.
-  const Stack& checked_not_frozen(const Stack& stack, const char* why = nullptr) const {
-    TORCH_CHECK(!frozen_.load(), "fxcpp: node '", name_, "': this call needs eager's ATen path", why ? why : "",
-                ", which reads the weight that Options.freeze released (compile without freeze=True to run it)");
+  const Stack& checked_not_frozen(const Stack& stack) const {
+    TORCH_CHECK(!frozen_.load(), "fxcpp: node '", name_, "': this call needs eager's ATen path, which reads the weight ",
+                "that Options.freeze released (compile without freeze=True to run it)");
     return stack;
   }
 
