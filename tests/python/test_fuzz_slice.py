@@ -130,6 +130,14 @@ def test_fuzz_train_slice_grammar_3():
     assert c["ok"] >= 0.8 * (TRAIN_SEEDS - c["left out"]), c
 
 
+def test_fuzz_train_slice_grammar_4():
+    """Training through attention, the matmuls forced: a training forward reads its
+    logsumexp, so it runs ATen's kernel (seed 164 had strayed on the matmuls)."""
+    c = fuzz.run(TRAIN_SEEDS, 0, out_dir=None, train=True, dtypes=("fp32",), grammar=4, attention="matmuls")
+    assert c["fail"] == 0, "\n".join(f"seed {s}: {d}\n  {prog}" for s, d, prog, _ in c["failures"])
+    assert c["ok"] >= 0.8 * (TRAIN_SEEDS - c["left out"]), c
+
+
 def test_grammar_2_casts_up_to_fp32_but_leaves_the_fp64_reference_fp64():
     """`.float()` in a bf16 program would round the fp64 reference to fp32, and the harness
     rule then falls back to a plain allclose (seed 1660 of grammar 2 failed so, under Inductor
