@@ -65,13 +65,15 @@ def test_fuzz_slice_grammar_4(start):
 
 
 def test_grammar_4_attention_runs_the_matmuls(monkeypatch):
-    """The slice above tests the attention kernel: many of its attention calls reach it."""
+    """The slice above tests the attention kernel: many of its fp32 attention calls reach it (fp32:
+    the kernel takes those on every host; bf16 needs native bf16, fp16 is widened where the CPU
+    has no AVX512-FP16)."""
     from fxcpp.explain import Report, recording
 
     monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
     calls = kernel = 0
     for p in (generate(s, 4) for s in range(SEEDS_4)):
-        if "scaled_dot_product_attention" not in p.source():
+        if "scaled_dot_product_attention" not in p.source() or p.dtype != "fp32":
             continue
         cls, make_inputs = fuzz.instantiate(p)
         dtype = fuzz.TORCH_DTYPES[p.dtype]
@@ -84,10 +86,10 @@ def test_grammar_4_attention_runs_the_matmuls(monkeypatch):
             except Exception:  # noqa: BLE001 - eager rejects it too (an empty dim): the slice counts those
                 continue
         calls += p.source().count("scaled_dot_product_attention(")
-        kernel += sum("attention" in r.op and "softmax rows" in r.impl or "in fp32: the fp16" in r.impl for r in Report(rec).rows)
-    # 14 of 29 calls at this commit; the rest take ATen's math path as eager does (a channels-last
-    # value's last dim has a stride other than 1), or have an empty dim.
-    assert calls >= 20 and kernel >= calls // 3, (calls, kernel)
+        kernel += sum("attention" in r.op and "softmax rows" in r.impl for r in Report(rec).rows)
+    # 6 of 13 calls on the AVX-512-BF16 host; the rest take ATen's math path as eager does (a
+    # channels-last value's last dim has a stride other than 1), or have an empty dim.
+    assert calls >= 10 and kernel >= calls // 3, (calls, kernel)
 
 
 FREEZE_SEEDS = 100
