@@ -89,7 +89,9 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     const at::Tensor bias = stack[2].isNone() ? at::Tensor() : stack[2].toTensor();
     const int64_t nd = x.dim(), sp = nd - 2;
     const int64_t g = f_.groups;
-    if (spreads_non_finite(x, w, cdt) && max_abs(x) == std::numeric_limits<float>::infinity()) {
+    std::optional<float> x_max;  // max |x|, read once a call where a check needs it (here, the plain clamps)
+    if (spreads_non_finite(x, w, cdt)) x_max = max_abs(x);
+    if (x_max == std::numeric_limits<float>::infinity()) {
       note(std::string("aten: at a call whose input is not all finite (oneDNN's ") + c10::toString(cdt) +
            " kernels read an odd number of channels per group in pairs, and would spread a NaN or inf to a neighbour)");
       return finish(stack, frozen() ? frozen_reference(stack) : eager_result(stack));
@@ -164,7 +166,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
                               });
       };
       // r: the primitive this call runs.
-      auto [r, packed] = entry_for_call(e, cached, key, make, pack_for, onednn_name(io), weight_note, x, operands);
+      auto [r, packed] = entry_for_call(e, cached, key, make, pack_for, onednn_name(io), weight_note, x, operands, x_max);
       // Input: as it is when the primitive reads that layout, else reordered into the one it picked.
       memory src_mem = as_memory(x, r->src_plain);
       at::Tensor src_buf;

@@ -37,6 +37,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <tuple>
 #include <string>
 #include <unordered_map>
@@ -193,10 +194,12 @@ class FusedKernel : public Kernel {
   // Whether this call's values reaching the clamps are finite and small enough that no NaN can
   // (then oneDNN's one-instruction clamps give eager's result; otherwise the NaN-preserving
   // chain runs, at two exps per element for a clip: most of MobileNetV2's time). One read of
-  // the input (and of any operand added before a clamp).
-  bool plain_clamps_safe(const at::Tensor& src, const PackedWeights& p, const std::vector<at::Tensor>& operands) const {
+  // the input (none where the caller read its max |x| already: src_max), and of any operand
+  // added before a clamp.
+  bool plain_clamps_safe(const at::Tensor& src, const PackedWeights& p, const std::vector<at::Tensor>& operands,
+                         std::optional<float> src_max) const {
     constexpr double kSafe = 1e30;  // far below FLT_MAX: the bound is exact arithmetic, fp32 rounding adds little
-    double b = double(max_abs(src)) * p.w_bound + p.b_bound;  // NaN (0 * inf) compares false below
+    double b = double(src_max ? *src_max : max_abs(src)) * p.w_bound + p.b_bound;  // NaN (0 * inf) compares false below
     if (b < kSafe) b = plain_clamp_bound(f_, last_clamp_, b, operands);
     if (b < kSafe) return true;
     note("NaN-preserving post-ops at a call whose input, operand or weight could make NaN or inf reach a clamp");
@@ -211,10 +214,10 @@ class FusedKernel : public Kernel {
   std::pair<std::shared_ptr<Entry>, std::shared_ptr<const PackedWeights>> entry_for_call(
       const std::shared_ptr<Entry>& e, bool cached, const std::string& key, Make&& make, PackFor&& pack_for,
       const std::string& name, const std::string& weight_note, const at::Tensor& src,
-      const std::vector<at::Tensor>& operands) const {
+      const std::vector<at::Tensor>& operands, std::optional<float> src_max = std::nullopt) const {
     std::shared_ptr<const PackedWeights> packed;
     if (cached) packed = pack_for(*e);
-    if (!plain_clamps_possible(cached) || plain_clamps_safe(src, *packed, operands)) return {e, packed};
+    if (!plain_clamps_possible(cached) || plain_clamps_safe(src, *packed, operands, src_max)) return {e, packed};
     std::shared_ptr<Entry> r = entry(key + "x", make(false), name, weight_note);
     if (!(r->pd.weights_desc() == e->pd.weights_desc())) packed = pack_for(*r);
     return {r, packed};
