@@ -331,6 +331,8 @@ PYBIND11_MODULE(_C, m) {
 #endif
     return d;
   });
+  // Packed rows from DRAM prefetch per row (default); off only to measure it in one process.
+  m.def("_set_row_prefetch", &fxcpp::cpu::set_row_prefetch, py::arg("on"));
   // Process-wide counts for the cpu_fused kernels (tests).
   m.def("cpu_fused_stats", [] {
     py::dict d;
@@ -338,6 +340,7 @@ PYBIND11_MODULE(_C, m) {
     d["streamed"] = fxcpp::cpu::streamed_outputs();
     d["fused_reductions"] = fxcpp::cpu::fused_reductions();
     d["fused_affine_tails"] = fxcpp::cpu::fused_tails();
+    d["row_paced_blocks"] = fxcpp::cpu::row_paced_blocks();
     d["bf16_direct"] = fxcpp::cpu::bf16_direct();
     d["column_calls"] = fxcpp::cpu::column_calls();
     const auto pool = fxcpp::buffer_pool_stats();

@@ -39,6 +39,9 @@ struct FusedCall {
   // Per output: written with streaming stores (no read for ownership, nothing evicted for data
   // no one reads soon): the call moves more than half the last-level cache (fused_kernel.cpp).
   SmallVec<uint8_t> stream;
+  // The call moves more than the last-level cache: its inputs come from DRAM, and packed row
+  // blocks whose ops are cheap prefetch the next block's rows as they go (interp_rows.h, pace_row).
+  bool from_dram = false;
   // prog->single's centered-sum pairs (interp_rows.h's centered_sums), or null: none.
   const int* single_partners = nullptr;
 };
@@ -58,6 +61,13 @@ int64_t fused_reductions();
 // LayerNorm affine tails run as one pass (interp_rows.h, fused_affine_tail), for tests.
 void count_fused_tails(int64_t n);
 int64_t fused_tails();
+// Packed row blocks that prefetched the next block a row at a time (interp_rows.h, pace_row), for tests.
+void count_row_paced(int64_t n);
+int64_t row_paced_blocks();
+// Whether calls from DRAM pace the next block per row (default on); off only to measure the
+// change in one process (benchmarks/results/row-prefetch-dram/). Returns the previous setting.
+bool set_row_prefetch(bool on);
+bool row_prefetch();
 // Blocks whose result was rounded straight into a bf16 output (interp.h's put_bf16), for tests.
 void count_bf16_direct(int64_t n);
 int64_t bf16_direct();

@@ -53,6 +53,12 @@ int64_t fused_reductions() { return g_fused_reductions.load(); }
 static std::atomic<int64_t> g_fused_tails{0};
 void count_fused_tails(int64_t n) { g_fused_tails.fetch_add(n, std::memory_order_relaxed); }
 int64_t fused_tails() { return g_fused_tails.load(); }
+static std::atomic<int64_t> g_row_paced{0};
+void count_row_paced(int64_t n) { g_row_paced.fetch_add(n, std::memory_order_relaxed); }
+int64_t row_paced_blocks() { return g_row_paced.load(); }
+static std::atomic<bool> g_row_prefetch{true};
+bool set_row_prefetch(bool on) { return g_row_prefetch.exchange(on); }
+bool row_prefetch() { return g_row_prefetch.load(std::memory_order_relaxed); }
 static std::atomic<int64_t> g_bf16_direct{0};
 void count_bf16_direct(int64_t n) { g_bf16_direct.fetch_add(n, std::memory_order_relaxed); }
 int64_t bf16_direct() { return g_bf16_direct.load(); }
@@ -395,6 +401,7 @@ class CpuFusedKernel final : public Kernel {
     FusedCall call = layout(p, in, out, D);
     call.in_place = in_place;
     call.stream = streaming(in, out, in_place);
+    call.from_dram = from_dram(in, out);
     if (call.ndim < 0) {  // a row that does not run on in some input's memory: make those contiguous
       for (size_t k = 0; k < nin; ++k) {  // broadcast to the whole domain, then laid out densely
         std::vector<int64_t> padded = in[k].sizes().vec();
@@ -409,6 +416,7 @@ class CpuFusedKernel final : public Kernel {
       call = layout(p, in, out, D);
       call.in_place = in_place;
       call.stream = streaming(in, out, in_place);
+      call.from_dram = from_dram(in, out);
       if (call.ndim < 0) throw std::logic_error("cpu_fused: rows still do not merge after making inputs contiguous");
     }
     for (uint8_t st : call.stream)  // counted once per call, whichever layout ran
@@ -426,13 +434,21 @@ class CpuFusedKernel final : public Kernel {
   // time; BERT-base, GPT-2, ViT-B/16 batch 8 fp32 unchanged within noise
   // (benchmarks/results/streaming-stores/).
   // (Before: only outputs larger than the whole cache, fp32 only.)
-  static SmallVec<uint8_t> streaming(const SmallVec<at::Tensor>& in, const SmallVec<at::Tensor>& out,
-                                     const SmallVec<uint8_t>& in_place) {
+  static size_t moved_bytes(const SmallVec<at::Tensor>& in, const SmallVec<at::Tensor>& out) {
     size_t total = 0;
     for (const auto& t : in) total += t.nbytes();
     for (const auto& t : out) total += t.nbytes();
+    return total;
+  }
+  // More than the last-level cache moves: the inputs come from DRAM (FusedCall::from_dram). Within it
+  // the hardware's prefetch keeps up and pacing cost packed rows up to 19% (row-prefetch-dram/).
+  static bool from_dram(const SmallVec<at::Tensor>& in, const SmallVec<at::Tensor>& out) {
+    return cpu::row_prefetch() && moved_bytes(in, out) > static_cast<size_t>(last_level_cache_bytes());
+  }
+  static SmallVec<uint8_t> streaming(const SmallVec<at::Tensor>& in, const SmallVec<at::Tensor>& out,
+                                     const SmallVec<uint8_t>& in_place) {
     SmallVec<uint8_t> s(out.size(), 0);
-    if (2 * total < static_cast<size_t>(last_level_cache_bytes())) return s;
+    if (2 * moved_bytes(in, out) < static_cast<size_t>(last_level_cache_bytes())) return s;
     for (size_t k = 0; k < out.size(); ++k)
       s[k] = !in_place[k] && out[k].element_size() >= 2;  // fp32, bf16, fp16 (not bool)
     return s;

@@ -41,6 +41,7 @@ struct PRegs {
   std::vector<float> cen_sum, cen_sq;  // a variance's centered sums, until their instructions come
   int64_t fused = 0;       // blocks whose reduction ran fused, counted once per task
   int64_t tails = 0;       // blocks whose affine tail ran as one pass (fused_affine_tail)
+  int64_t row_paced = 0;   // blocks that asked for the next one's rows a row at a time (pace_row)
   int64_t to_bf16 = 0;     // blocks a result was rounded straight into a bf16 output (PDest::bf16)
   void reset(int n) {
     buf.resize(static_cast<size_t>(n + 1) * kPackCap);
@@ -57,12 +58,25 @@ struct PRegs {
 
 struct PBlock {
   int64_t m = 1, L = 0;
-  mutable NextRows next;  // stepped in the loops of paced ops (kPaced, interp.h)
+  mutable NextRows next;  // stepped in the loops of paced ops (kPaced, interp.h), or per row (pace_row)
+  bool row_paced = false;          // cheap ops from DRAM: the next block's rows are asked for a row at a time
+  mutable int64_t row_steps = 0;   // pace_row calls in this block: the next one spreads its lines over as many
   SmallVec<const char*> in;  // row 0 of the block, per input
   SmallVec<int64_t> in_inner, in_row;
   SmallVec<char*> out;
   SmallVec<int64_t> out_inner, out_row;
 };
+
+// In a block of cheap ops whose rows come from DRAM (FusedCall::from_dram), each row loop asks for
+// its share of the next block's lines as it starts the row: a check per row, not per vector (one
+// per vector cost a residual LayerNorm 10-30%). Without it the block's loops computed from cache
+// while no line was on its way: a residual LayerNorm [16384, 768] read DRAM at half the triad.
+// From cache (the call within the last-level cache) it cost up to 19%: the hardware keeps up there.
+inline void pace_row(const PBlock& B) {
+  if (C10_LIKELY(!B.row_paced)) return;
+  ++B.row_steps;
+  B.next.step();
+}
 
 // An operand of one row j: a pointer to L values, or a scalar.
 struct RowOperand {
@@ -162,6 +176,7 @@ inline void apply(PRegs& R, int dst, const std::array<int, N>& ops, const PBlock
     std::array<RowOperand, N> o;
     for (int k = 0; k < N; ++k) o[k] = operand(x[k], j);
     float* dj = d + j * dstride;
+    pace_row(B);
     int64_t i = 0;
     std::array<Vec, N> v;
     if constexpr (kPairs<F>) {
@@ -316,6 +331,7 @@ inline bool centered_sums(PRegs& R, int ra, int rb, const PBlock& B) {
   R.cen_sq.resize(static_cast<size_t>(B.m));
   for (int64_t j = 0; j < B.m; ++j) {
     const RowOperand a = operand(xa, j), b = operand(xb, j);
+    pace_row(B);
     Vec s0(0.f), s1(0.f), q0(0.f), q1(0.f);  // two chains each: an add waits on its own latency
     int64_t i = 0;
     for (; i + 2 * V <= B.L; i += 2 * V) {
@@ -587,12 +603,15 @@ inline void run_rows_packed(const FusedCall& c) {
       B.m = std::min(m_max, r1 - r);
       // While a block spends long on transcendentals (in cache), the next one's rows are
       // fetched into L2, a few lines per vector step (NextRows): without it each block waits
-      // on DRAM, then computes. Where the ops are cheap the hardware's own stream prefetch
-      // keeps up (make micro: prefetching a block's rows in one burst at its start made
+      // on DRAM, then computes. Where the ops are cheap the same holds from DRAM, and their rows
+      // ask for the next block a row at a time (pace_row); from cache the hardware's own stream
+      // prefetch keeps up (make micro: prefetching a block's rows in one burst at its start made
       // RMSNorm 17-40% slower, a residual LayerNorm 11-14%).
       NextRows& nx = B.next;
       nx.clear();
-      if (n_long > 0 && r + B.m < r1) {
+      const int64_t last_row_steps = std::exchange(B.row_steps, 0);
+      B.row_paced = n_long == 0 && c.from_dram && r + B.m < r1;
+      if ((n_long > 0 || B.row_paced) && r + B.m < r1) {
         const int64_t m_next = std::min(m_max, r1 - r - B.m);
         for (size_t k = 0; k < ni; ++k) {
           if (B.in_inner[k] != 1 || B.in_row[k] == 0) continue;  // strided or shared by all rows
@@ -602,7 +621,10 @@ inline void run_rows_packed(const FusedCall& c) {
           else
             for (int64_t j = 0; j < m_next; ++j) nx.add(first + j * B.in_row[k] * es, L * es);
         }
-        nx.start(n_long * B.m * (L / V));
+        // Paced per vector by the transcendentals, or per row over as many row steps as the
+        // block before took (the first block: one row loop's).
+        nx.start(B.row_paced ? std::max(last_row_steps, B.m) : n_long * B.m * (L / V));
+        R.row_paced += B.row_paced;
       }
       for (size_t k = 0; k < ni; ++k)
         B.in[k] = static_cast<const char*>(c.in[k].data) + r * B.in_row[k] * static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
@@ -617,6 +639,7 @@ inline void run_rows_packed(const FusedCall& c) {
     end_streams();
     if (R.fused) count_fused_reductions(std::exchange(R.fused, 0));
     if (R.tails) count_fused_tails(std::exchange(R.tails, 0));
+    if (R.row_paced) count_row_paced(std::exchange(R.row_paced, 0));
     if (R.to_bf16) count_bf16_direct(std::exchange(R.to_bf16, 0));
   });
 }
