@@ -328,6 +328,7 @@ PYBIND11_MODULE(_C, m) {
     d["packs"] = fxcpp::onednn::stats().packs.load();
     d["primitives"] = fxcpp::onednn::stats().primitives.load();
     d["packs_in_place"] = fxcpp::onednn::stats().packs_in_place.load();
+    d["arg_memories"] = fxcpp::onednn::stats().arg_memories.load();
 #endif
     return d;
   });

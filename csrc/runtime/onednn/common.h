@@ -116,6 +116,7 @@ void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std:
 // packs that are their weight itself (a layout oneDNN's gemm reads as it lies: no copy).
 struct Stats {
   std::atomic<int64_t> packs{0}, primitives{0}, packs_in_place{0};
+  std::atomic<int64_t> arg_memories{0};  // memory objects call_args.cpp made (kept for later calls)
 };
 Stats& stats();
 

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "runtime/buffer_pool.h"
+#include "runtime/onednn/call_args.h"
 #include "runtime/onednn/fused_kernel.h"
 #include "runtime/onednn/reference.h"
 
@@ -63,6 +64,8 @@ struct ConvEntry {
   memory::desc src_plain, bias_md;
   std::optional<dnnl::reorder> src_reorder;  // input layout → the primitive's, when they differ
   std::vector<BinaryArg> binary;
+  CallDescs descs;            // pd's, queried once (call_args.h)
+  ArgMemories arg_memories;   // its calls' memory objects, kept
   std::shared_ptr<const PackedWeights> packed;  // swapped under the kernel's lock when a source changes
 };
 
@@ -158,7 +161,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     auto e = entry(key, make(plain), onednn_name(io), weight_note + (plain ? ", clamps plain where the input is checked finite" : ""));
     auto run_once = [&](bool scratch) {
       auto pack_for = [&](ConvEntry& r) {
-        return packed_weights(r, w, bias, bn, PackLayout{"onednn", r.pd.weights_desc()},
+        return packed_weights(r, w, bias, bn, PackLayout{"onednn", r.descs.weights},
                               [&](const at::Tensor& wt, const at::Tensor& bt) {
                                 const at::Tensor wc = wt.to(cdt);
                                 return std::make_pair(reorder_to(wc, weight_plain(wc), r.pd.weights_desc()),
@@ -168,33 +171,35 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
       // r: the primitive this call runs.
       auto [r, packed] = entry_for_call(e, cached, key, make, pack_for, onednn_name(io), weight_note, x, operands, x_max);
       // Input: as it is when the primitive reads that layout, else reordered into the one it picked.
-      memory src_mem = as_memory(x, r->src_plain);
+      CallArgs args;
       at::Tensor src_buf;
       if (r->src_reorder) {  // built once per signature, like the primitive
-        src_buf = alloc_for(r->pd.src_desc());
-        memory to(r->pd.src_desc(), cpu_engine(), src_buf.mutable_data_ptr());
+        src_buf = alloc_for(r->descs.src);
+        memory to(r->descs.src, cpu_engine(), src_buf.mutable_data_ptr());
         dnnl::stream& s = thread_stream();
-        r->src_reorder->execute(s, src_mem, to);
+        memory from = as_memory(x, r->src_plain);
+        r->src_reorder->execute(s, from, to);
         s.wait();
-        src_mem = to;
+        args.add(DNNL_ARG_SRC, r->descs.src, src_buf.const_data_ptr());
+      } else {
+        args.add(DNNL_ARG_SRC, r->src_plain, x.const_data_ptr());
       }
       at::Tensor dst = sum_in_place < 0 ? empty_cl(out, x.options()) : scratch ? in_place.clone() : in_place;
-      std::unordered_map<int, memory> args;
-      args[DNNL_ARG_SRC] = src_mem;
-      args[DNNL_ARG_DST] = as_dst_memory(dst, r->pd.dst_desc());
+      args.add(DNNL_ARG_DST, r->descs.dst, dst.mutable_data_ptr());
       at::Tensor b_hold;  // keeps a per-call bias alive until execute() returns
       if (cached) {
-        args[DNNL_ARG_WEIGHTS] = memory(r->pd.weights_desc(), cpu_engine(), const_cast<void*>(packed->weight.const_data_ptr()));
-        if (packed->bias.defined()) args[DNNL_ARG_BIAS] = as_memory(packed->bias, r->bias_md);
+        args.add(DNNL_ARG_WEIGHTS, r->descs.weights, packed->weight.const_data_ptr());
+        if (packed->bias.defined()) args.add(DNNL_ARG_BIAS, r->bias_md, packed->bias.const_data_ptr());
       } else {
         auto [wt, bt] = folded(w, bias, bn);
         const at::Tensor wc = wt.to(cdt);
-        args[DNNL_ARG_WEIGHTS] = reorder_to_thread_buffer(wc, weight_plain(wc), r->pd.weights_desc());
-        if (bt.defined()) args[DNNL_ARG_BIAS] = as_memory(b_hold = bt.to(bias_dt).contiguous(), r->bias_md);
+        args.add(DNNL_ARG_WEIGHTS, r->descs.weights,
+                 reorder_to_thread_buffer(wc, weight_plain(wc), r->descs.weights).get_data_handle());
+        if (bt.defined()) args.add(DNNL_ARG_BIAS, r->bias_md, (b_hold = bt.to(bias_dt).contiguous()).const_data_ptr());
       }
       for (const BinaryArg& b : r->binary)
-        args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.position) | DNNL_ARG_SRC_1] = as_memory(operands[b.operand], b.desc);
-      execute(r->prim, r->pd, args);
+        args.add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.position) | DNNL_ARG_SRC_1, b.desc, operands[b.operand].const_data_ptr());
+      execute(r->prim, r->descs, r->arg_memories, args);
       if (out_cl && dst.scalar_type() == out_dtype_) return dst;
       // Contiguous, as eager returns it (or channels-last as asked), in the output's dtype.
       at::Tensor res = out_cl ? empty_cl(dst.sizes(), dst.options().dtype(out_dtype_)) : pooled_empty(dst.sizes(), out_dtype_);
@@ -298,6 +303,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     }
     e->binary = po.binary;
     e->bias_md = bias_md;
+    e->descs = CallDescs(e->pd);
     if (!(e->src_plain == e->pd.src_desc())) e->src_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), e->src_plain, cpu_engine(), e->pd.src_desc()));
     return e;
   }

@@ -29,6 +29,7 @@
 #include "runtime/cpu/isa.h"
 #include "runtime/cpu/mkl_bf16_gemm.h"
 #include "runtime/host.h"
+#include "runtime/onednn/call_args.h"
 #include "runtime/onednn/fused_kernel.h"
 #include "runtime/onednn/reference.h"
 
@@ -103,6 +104,8 @@ struct MatmulEntry {
   std::atomic<int> choice{kUndecided};  // ours (oneDNN or the GEMV) or ATen, decided at the first call
   std::vector<BinaryArg> binary;
   std::shared_ptr<const PackedWeights> packed;  // swapped under the kernel's lock when a source changes
+  CallDescs descs;            // pd's, queried once (call_args.h)
+  ArgMemories arg_memories;   // its calls' memory objects, kept
 };
 
 class MatmulKernel final : public FusedKernel<MatmulEntry> {
@@ -196,7 +199,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
         entry(key, make(plain), onednn_name(io), weight_note + (plain ? ", clamps plain where the input is checked finite" : ""));
     auto run_once = [&](bool scratch) {
       auto pack_for = [&](MatmulEntry& r) {
-        return packed_weights(r, w, bias, bn, PackLayout{"onednn", r.pd.weights_desc()},
+        return packed_weights(r, w, bias, bn, PackLayout{"onednn", r.descs.weights},
                               [&](const at::Tensor& wt, const at::Tensor& bt) {
                                 const at::Tensor wc = wt.to(cdt);
                                 auto [d, st] = logical_weight(wc);
@@ -218,19 +221,21 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
       // [.., M, N] description): a view of it would keep its base alive, and a consumer could
       // then never take the buffer over in place.
       at::Tensor dst = sum_in_place < 0 ? pooled_empty(out_shape, cdt) : scratch ? in_place.clone() : in_place;
-      std::unordered_map<int, memory> args;
-      args[DNNL_ARG_SRC] = as_memory(src, r->pd.src_desc());
-      args[DNNL_ARG_DST] = as_dst_memory(dst, r->pd.dst_desc());
+      CallArgs args;
+      std::optional<memory::desc> w_per_call;  // a weight read as it lies: its desc, made per call (compared by value)
+      args.add(DNNL_ARG_SRC, r->descs.src, src.const_data_ptr());
+      args.add(DNNL_ARG_DST, r->descs.dst, dst.mutable_data_ptr());
       if (cached) {
-        args[DNNL_ARG_WEIGHTS] = memory(r->pd.weights_desc(), cpu_engine(), const_cast<void*>(packed->weight.const_data_ptr()));
-        if (packed->bias.defined()) args[DNNL_ARG_BIAS] = as_memory(packed->bias, r->pd.bias_desc());
+        args.add(DNNL_ARG_WEIGHTS, r->descs.weights, packed->weight.const_data_ptr());
+        if (packed->bias.defined()) args.add(DNNL_ARG_BIAS, r->descs.bias, packed->bias.const_data_ptr());
       } else {
-        args[DNNL_ARG_WEIGHTS] = as_memory(w, plain_desc(w, wd, ws));
-        if (b_run.defined()) args[DNNL_ARG_BIAS] = as_memory(b_run, r->pd.bias_desc());
+        w_per_call = plain_desc(w, wd, ws);
+        args.add(DNNL_ARG_WEIGHTS, *w_per_call, w.const_data_ptr());
+        if (b_run.defined()) args.add(DNNL_ARG_BIAS, r->descs.bias, b_run.const_data_ptr());
       }
       for (const BinaryArg& b : r->binary)
-        args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.position) | DNNL_ARG_SRC_1] = as_memory(operands[b.operand], b.desc);
-      execute(r->prim, r->pd, args);
+        args.add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.position) | DNNL_ARG_SRC_1, b.desc, operands[b.operand].const_data_ptr());
+      execute(r->prim, r->descs, r->arg_memories, args);
       if (widen) return to_out_dtype(dst);  // rounded once, at the end (or kept fp32: widen_chains)
       return sum_in_place >= 0 ? dst.view(out_shape) : dst;
     };
@@ -427,6 +432,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     }
     e->prim = dnnl::matmul(e->pd);
     e->binary = po.binary;
+    e->descs = CallDescs(e->pd);
     return e;
   }
 

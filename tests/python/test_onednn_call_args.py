@@ -1,0 +1,65 @@
+"""oneDNN calls reuse their memory objects (runtime/onednn/call_args.h): a conv or linear makes
+one per argument at its first calls and later calls point them at their own tensors. Calls from
+several threads at once each take a set of their own: every output matches eager."""
+import threading
+
+import pytest
+import torch
+import torch.nn as nn
+
+import fxcpp
+from fxcpp import _C
+
+pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="built without oneDNN")
+
+
+def _models():
+    torch.manual_seed(0)
+    conv = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.Conv2d(16, 8, 1)).eval()
+    mlp = nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.Linear(128, 32)).eval()
+    return {"conv": (conv, lambda g: torch.randn(2, 8, 12, 12, generator=g)),
+            "mlp": (mlp, lambda g: torch.randn(16, 64, generator=g))}
+
+
+@pytest.mark.parametrize("name", ["conv", "mlp"])
+def test_later_calls_make_no_memory_objects(name):
+    model, make = _models()[name]
+    c = torch.compile(model, backend="fxcpp")
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for _ in range(3):
+            c(make(g))
+        before = _C.onednn_stats()["arg_memories"]
+        for _ in range(20):
+            x = make(g)  # new input and output buffers at every call
+            torch.testing.assert_close(c(x), model(x))
+        assert _C.onednn_stats()["arg_memories"] == before
+        assert fxcpp.explain(model, make(g)).kernel_counts["onednn"] > 0
+
+
+@pytest.mark.parametrize("name", ["conv", "mlp"])
+def test_calls_from_eight_threads_at_once_match_eager(name):
+    model, make = _models()[name]
+    c = torch.compile(model, backend="fxcpp")
+    with torch.no_grad():
+        c(make(torch.Generator().manual_seed(0)))
+    errors = []
+    start = threading.Barrier(8)
+
+    def work(k):
+        g = torch.Generator().manual_seed(100 + k)
+        try:
+            start.wait()
+            with torch.no_grad():
+                for _ in range(30):
+                    x = make(g)
+                    torch.testing.assert_close(c(x), model(x))
+        except Exception as e:  # noqa: BLE001  reported below with its thread
+            errors.append((k, repr(e)))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
