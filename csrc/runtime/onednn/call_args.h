@@ -1,8 +1,9 @@
 // A primitive's call without per-call heap work. Each call of a conv or linear used to query its
 // primitive descriptor for the descs it passes (each query clones one: a heap allocation), make a
 // dnnl::memory per argument (a few allocations each), gather them in an unordered_map and free it
-// all after: on ResNet-20 at batch 1 that glue took about an eighth of the main thread's samples,
-// more than oneDNN's own work in some of its convolutions. Now the descs are queried once per
+// all after: on ResNet-20 at batch 1 (bf16, a perf profile of both threads) the convolutions' glue
+// outside oneDNN's execute was 16% of the samples, about half of it that churn (then 0.82x the
+// time: benchmarks/results/onednn-call-args/). Now the descs are queried once per
 // primitive (CallDescs), the memory objects are made at a primitive's first calls and kept
 // (ArgMemories: a call takes a set, points each at its tensor and hands it back; calls running at
 // once on other threads take other sets), and the call goes through oneDNN's C API with its
