@@ -399,9 +399,7 @@ class CpuFusedKernel final : public Kernel {
     }
     SmallVec<std::pair<at::Tensor, at::Tensor>> laid_out;  // (output in eager's layout, its contiguous stand-in)
     FusedCall call = layout(p, in, out, D);
-    call.in_place = in_place;
-    call.stream = streaming(in, out, in_place);
-    call.from_dram = from_dram(in, out);
+    memory_rules(call, in, out, in_place);
     if (call.ndim < 0) {  // a row that does not run on in some input's memory: make those contiguous
       for (size_t k = 0; k < nin; ++k) {  // broadcast to the whole domain, then laid out densely
         std::vector<int64_t> padded = in[k].sizes().vec();
@@ -414,9 +412,7 @@ class CpuFusedKernel final : public Kernel {
           o = laid_out.back().second;
         }
       call = layout(p, in, out, D);
-      call.in_place = in_place;
-      call.stream = streaming(in, out, in_place);
-      call.from_dram = from_dram(in, out);
+      memory_rules(call, in, out, in_place);
       if (call.ndim < 0) throw std::logic_error("cpu_fused: rows still do not merge after making inputs contiguous");
     }
     for (uint8_t st : call.stream)  // counted once per call, whichever layout ran
@@ -434,24 +430,21 @@ class CpuFusedKernel final : public Kernel {
   // time; BERT-base, GPT-2, ViT-B/16 batch 8 fp32 unchanged within noise
   // (benchmarks/results/streaming-stores/).
   // (Before: only outputs larger than the whole cache, fp32 only.)
-  static size_t moved_bytes(const SmallVec<at::Tensor>& in, const SmallVec<at::Tensor>& out) {
-    size_t total = 0;
-    for (const auto& t : in) total += t.nbytes();
-    for (const auto& t : out) total += t.nbytes();
-    return total;
-  }
-  // More than the last-level cache moves: the inputs come from DRAM (FusedCall::from_dram). Within it
-  // the hardware's prefetch keeps up and pacing cost packed rows up to 19% (row-prefetch-dram/).
-  static bool from_dram(const SmallVec<at::Tensor>& in, const SmallVec<at::Tensor>& out) {
-    return cpu::row_prefetch() && moved_bytes(in, out) > static_cast<size_t>(last_level_cache_bytes());
-  }
-  static SmallVec<uint8_t> streaming(const SmallVec<at::Tensor>& in, const SmallVec<at::Tensor>& out,
-                                     const SmallVec<uint8_t>& in_place) {
-    SmallVec<uint8_t> s(out.size(), 0);
-    if (2 * moved_bytes(in, out) < static_cast<size_t>(last_level_cache_bytes())) return s;
-    for (size_t k = 0; k < out.size(); ++k)
-      s[k] = !in_place[k] && out[k].element_size() >= 2;  // fp32, bf16, fp16 (not bool)
-    return s;
+  // More than the last-level cache moving means the inputs come from DRAM (FusedCall::from_dram):
+  // within it the hardware's prefetch keeps up and pacing cost packed rows up to 19%
+  // (row-prefetch-dram/). Both rules read the call's bytes, summed once per layout.
+  static void memory_rules(FusedCall& call, const SmallVec<at::Tensor>& in, const SmallVec<at::Tensor>& out,
+                           const SmallVec<uint8_t>& in_place) {
+    size_t moved = 0;
+    for (const auto& t : in) moved += t.nbytes();
+    for (const auto& t : out) moved += t.nbytes();
+    const size_t llc = static_cast<size_t>(last_level_cache_bytes());
+    call.in_place = in_place;
+    call.stream.assign(out.size(), 0);
+    if (2 * moved >= llc)
+      for (size_t k = 0; k < out.size(); ++k)
+        call.stream[k] = !in_place[k] && out[k].element_size() >= 2;  // fp32, bf16, fp16 (not bool)
+    call.from_dram = cpu::row_prefetch() && moved > llc;
   }
 
   static void finish(Stack& stack, SmallVec<at::Tensor>& out) {

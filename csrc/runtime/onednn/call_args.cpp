@@ -1,7 +1,5 @@
 #include "runtime/onednn/call_args.h"
 
-#include <ATen/core/Tensor.h>
-
 #include <stdexcept>
 #include <utility>
 
@@ -48,11 +46,7 @@ struct Lease {
 }  // namespace
 
 void execute(const dnnl::primitive& p, const CallDescs& d, ArgMemories& pool, CallArgs& args) {
-  thread_local at::Tensor scratch;  // grown as needed: no allocation (and no page faults) per call
-  if (d.scratchpad_bytes > 0) {
-    if (!scratch.defined() || static_cast<size_t>(scratch.numel()) < d.scratchpad_bytes) scratch = alloc_for(d.scratchpad);
-    args.add(DNNL_ARG_SCRATCHPAD, d.scratchpad, scratch.mutable_data_ptr());
-  }
+  if (d.scratchpad_bytes > 0) args.add(DNNL_ARG_SCRATCHPAD, d.scratchpad, thread_scratchpad(d.scratchpad));
   // An argument keeps the memory object made for its tag and desc at an earlier call, pointed at
   // this call's data (set_data_handle: no allocation for these unpadded layouts); one whose desc
   // differs (a desc made per call, as a per-call weight's) gets a new one. The descs an entry

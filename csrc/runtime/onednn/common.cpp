@@ -283,15 +283,16 @@ std::string signature(const std::vector<at::Tensor>& ts, int64_t flag) {
   return key;
 }
 
-void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std::unordered_map<int, memory>& args) {
-  // One scratchpad per thread, grown as needed: no allocation (and no page faults) per call,
-  // and no sharing between threads running the same primitive.
+void* thread_scratchpad(const memory::desc& d) {
   thread_local at::Tensor scratch;
-  const size_t need = pd.scratchpad_desc().get_size();
-  if (need > 0) {
-    if (!scratch.defined() || static_cast<size_t>(scratch.numel()) < need) scratch = alloc_for(pd.scratchpad_desc());
-    args[DNNL_ARG_SCRATCHPAD] = memory(pd.scratchpad_desc(), cpu_engine(), scratch.mutable_data_ptr());
-  }
+  const size_t need = d.get_size();
+  if (!scratch.defined() || static_cast<size_t>(scratch.numel()) < need) scratch = alloc_for(d);
+  return scratch.mutable_data_ptr();
+}
+
+void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std::unordered_map<int, memory>& args) {
+  const memory::desc scratch = pd.scratchpad_desc();
+  if (scratch.get_size() > 0) args[DNNL_ARG_SCRATCHPAD] = memory(scratch, cpu_engine(), thread_scratchpad(scratch));
   dnnl::stream& s = thread_stream();
   p.execute(s, args);
   s.wait();

@@ -108,6 +108,10 @@ void reorder_into(const at::Tensor& src, const memory::desc& user, const at::Ten
 // the thread): for weights that change between calls. Valid until the thread's next call.
 memory reorder_to_thread_buffer(const at::Tensor& src, const memory::desc& user, const memory::desc& target);
 
+// This thread's scratchpad for a primitive's desc, grown as needed: no allocation (and no page
+// faults) per call, and no sharing between threads running the same primitive. One per thread
+// for both execute()s (here and call_args.h).
+void* thread_scratchpad(const memory::desc& d);
 // Executes with a per-thread scratchpad (primitives are shared across threads; oneDNN's
 // library-owned scratchpad is not safe for concurrent runs of one primitive).
 void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std::unordered_map<int, memory>& args);

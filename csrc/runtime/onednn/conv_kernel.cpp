@@ -61,7 +61,7 @@ struct ConvEntry {
   std::string key, impl, impl_note;  // key: the call signature (raw bytes)
   std::string pack_note;  // FusedKernel::entry reads it; convolutions leave it empty (matmul_kernel.cpp)
   std::atomic<int> choice{kUndecided};  // oneDNN or ATen, decided at the signature's first call
-  memory::desc src_plain, bias_md;
+  memory::desc src_plain;
   std::optional<dnnl::reorder> src_reorder;  // input layout → the primitive's, when they differ
   std::vector<BinaryArg> binary;
   CallDescs descs;            // pd's, queried once (call_args.h)
@@ -189,13 +189,13 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
       at::Tensor b_hold;  // keeps a per-call bias alive until execute() returns
       if (cached) {
         args.add(DNNL_ARG_WEIGHTS, r->descs.weights, packed->weight.const_data_ptr());
-        if (packed->bias.defined()) args.add(DNNL_ARG_BIAS, r->bias_md, packed->bias.const_data_ptr());
+        if (packed->bias.defined()) args.add(DNNL_ARG_BIAS, r->descs.bias, packed->bias.const_data_ptr());
       } else {
         auto [wt, bt] = folded(w, bias, bn);
         const at::Tensor wc = wt.to(cdt);
         args.add(DNNL_ARG_WEIGHTS, r->descs.weights,
                  reorder_to_thread_buffer(wc, weight_plain(wc), r->descs.weights).get_data_handle());
-        if (bt.defined()) args.add(DNNL_ARG_BIAS, r->bias_md, (b_hold = bt.to(bias_dt).contiguous()).const_data_ptr());
+        if (bt.defined()) args.add(DNNL_ARG_BIAS, r->descs.bias, (b_hold = bt.to(bias_dt).contiguous()).const_data_ptr());
       }
       for (const BinaryArg& b : r->binary)
         args.add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.position) | DNNL_ARG_SRC_1, b.desc, operands[b.operand].const_data_ptr());
@@ -302,9 +302,8 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
       e->pd = pd;
     }
     e->binary = po.binary;
-    e->bias_md = bias_md;
     e->descs = CallDescs(e->pd);
-    if (!(e->src_plain == e->pd.src_desc())) e->src_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), e->src_plain, cpu_engine(), e->pd.src_desc()));
+    if (!(e->src_plain == e->descs.src)) e->src_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), e->src_plain, cpu_engine(), e->descs.src));
     return e;
   }
 };
