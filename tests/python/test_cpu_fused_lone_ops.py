@@ -5,7 +5,7 @@ pool there (benchmarks/results/cpu-fusion-amx/lone_norms*.txt). Also except the 
 kernel alone beats ATen's, as measured per ISA (cpu_ops.cpp, faster_fused_alone;
 benchmarks/results/lone-ops/ on AVX2, lone-ops-avx512/ on AVX-512): the exp family in every dtype,
 erf-GELU in bf16/fp16 (fp16 only on AVX-512), sin, cos and sqrt in fp32; on AVX-512 also log in
-fp32 and sin, cos and rsqrt in bf16/fp16."""
+fp32 and sin, cos and rsqrt in bf16/fp16. And a mean in bf16/fp16 on every ISA (lone-mean/)."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -193,3 +193,84 @@ def test_a_one_exp_program_around_its_avx512_grain_matches_eager(shape, dtype, t
         compare(lambda t: torch.exp(t) * t, [x])
     finally:
         torch.set_num_threads(before)
+
+
+# A mean alone in bf16/fp16 fuses on every ISA (cpu_ops.cpp, faster_fused_alone): ATen's sums
+# through an fp32 copy of its whole input (benchmarks/results/lone-mean/). Global pools in both
+# layouts, a row mean, mean pooling over a sequence, a batch mean, a whole-tensor mean, odd sizes.
+LONE_MEANS = {
+    "pool_channels_last": ((2, 24, 7, 9), lambda t: t.mean((2, 3), keepdim=True), True),
+    "pool_contiguous": ((2, 24, 7, 9), lambda t: t.mean((2, 3), keepdim=True), False),
+    "pool_flat": ((3, 40, 5, 5), lambda t: t.mean((-1, -2)), True),
+    "rows": ((37, 1000), lambda t: t.mean(-1), False),
+    "sequence_pooling": ((3, 129, 70), lambda t: t.mean(1), False),
+    "batch": ((513, 33), lambda t: t.mean(0, keepdim=True), False),
+    "whole": ((67, 31), lambda t: t.mean(), False),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("name", sorted(LONE_MEANS))
+def test_a_lone_mean_in_low_precision_fuses_and_matches_eager(name, dtype):
+    shape, fn, channels_last = LONE_MEANS[name]
+    x = make_inputs([shape], dtype, seed=5)[0]
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    report, ref, res = compare(fn, [x])
+    assert report.kernel_counts["cpu_fused"] == 1 and report.kernel_counts["aten"] == 0, report
+    assert res.shape == ref.shape and res.dtype == ref.dtype
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_lone_mean_in_low_precision_carries_nan_and_infinities_as_eager(dtype):
+    x = make_inputs([(6, 50)], dtype, seed=6)[0]
+    x[1, 3], x[2, 0], x[3, 7], x[3, 8], x[4, 9] = float("nan"), float("inf"), float("inf"), -float("inf"), -0.0
+    _, ref, res = compare(lambda t: t.mean(-1), [x])
+    assert torch.equal(res.isnan(), ref.isnan()) and torch.equal(res.isinf(), ref.isinf())
+
+
+@pytest.mark.parametrize("fn", [lambda t: t.mean((2, 3)), lambda t: t.mean(1), lambda t: t.mean()])
+def test_a_lone_mean_in_fp32_stays_on_aten(fn):
+    """ATen's fp32 mean beats the fused kernel on channels-last pools and short outer rows."""
+    x = torch.randn(2, 24, 7, 9).contiguous(memory_format=torch.channels_last)
+    report, _, _ = compare(fn, [x], check_fused=False)
+    assert report.kernel_counts["cpu_fused"] == 0 and report.kernel_counts["aten"] == 1, report
+
+
+def test_a_lone_mean_into_fp32_from_bf16_stays_on_aten():
+    """mean(dtype=float32) of a bf16 input gives fp32: the rule reads the output's dtype."""
+    x = torch.randn(16, 64).bfloat16()
+    report, _, _ = compare(lambda t: t.mean(-1, dtype=torch.float32), [x], check_fused=False)
+    assert report.kernel_counts["cpu_fused"] == 0, report
+
+
+def test_a_lone_mean_over_an_empty_dim_stays_on_aten_and_gives_nan():
+    x = torch.randn(4, 0, 8).bfloat16()
+    report, ref, res = compare(lambda t: t.mean(1), [x], check_fused=False)
+    assert report.kernel_counts["cpu_fused"] == 0 and res.isnan().all() and ref.isnan().all(), report
+
+
+def test_a_whole_tensor_mean_above_one_threads_share_stays_on_aten():
+    """A reduction over every dim is one row on one thread, taken only up to 32768 elements
+    (cpu_fusion.cpp, kOneThreadElements), the rule above notwithstanding."""
+    x = torch.randn(300, 200).bfloat16()
+    report, _, _ = compare(lambda t: t.mean(), [x], check_fused=False)
+    assert report.kernel_counts["cpu_fused"] == 0, report
+
+
+def test_a_lone_mean_in_bf16_fuses_at_symbolic_sizes():
+    import fxcpp
+
+    torch._dynamo.reset()
+    x = torch.randn(3, 77, 16).bfloat16()
+    torch._dynamo.mark_dynamic(x, 1)
+    with torch.no_grad():
+        report = fxcpp.explain(lambda t: t.mean(1), x)
+    assert report.kernel_counts["cpu_fused"] == 1 and report.kernel_counts["aten"] == 0, report
+    torch._dynamo.reset()
+    f = torch.compile(lambda t: t.mean(1), backend="fxcpp", dynamic=True)
+    with torch.no_grad():
+        for n in (5, 33, 200):
+            x = torch.randn(3, n, 16).bfloat16()
+            ref = x.double().mean(1)
+            torch.testing.assert_close(f(x).double(), ref, atol=1e-2, rtol=1e-2)

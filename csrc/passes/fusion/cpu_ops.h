@@ -29,7 +29,8 @@ bool is_variance(const Node& n);
 
 // An op whose fused kernel alone beats ATen's, as measured on each ISA (exp, sigmoid, SiLU, Mish,
 // softplus, tanh, tanh-GELU; erf-GELU in low precision; sin, cos, sqrt in fp32; on AVX-512 also
-// log in fp32 and sin, cos, rsqrt in bf16/fp16, not erf-GELU in bf16): worth a fused node by itself.
+// log in fp32 and sin, cos, rsqrt in bf16/fp16, not erf-GELU in bf16; a mean in bf16/fp16 on every
+// ISA): worth a fused node by itself.
 bool faster_fused_alone(const Node& n);
 
 // Whether a tiny change of an input can flip n's output (comparisons, logical ops on floats,
