@@ -91,11 +91,21 @@ py::list to_python_list(const std::vector<c10::IValue>& vals) {
 }
 
 // No Python on the hot path: other threads run while the plan does, unless it is brief.
+//
+// `held` keeps a second reference to each input until the GIL is back. Since torch 2.10
+// (c10/util/intrusive_ptr.h, "PyObject preservation") a tensor with a Python object increfs it
+// when its C++ count goes from 1 to 2 and decrefs it from 2 to 1, taking the GIL to do so: the
+// plan freeing a parameter's or an input's slot at its last use took the GIL once per tensor
+// (ResNet-20: ~100 a call, 1-3% of a call's samples in take_gil and drop_gil on one thread,
+// and a wait on whichever thread holds it when several serve at once). With `held`, the
+// plan's releases go from 3 to 2; the last one happens here, under the GIL. Memory is the same:
+// the caller holds each input for the call in any case.
 py::list run_releasing_gil(const Executable& e, std::vector<c10::IValue> ins) {
   std::vector<c10::IValue> outs;
   if (e.brief() && !e.resolving()) {  // a first call that may wait on another keeps no GIL
     outs = e.run(std::move(ins));
   } else {
+    const std::vector<c10::IValue> held = ins;
     py::gil_scoped_release no_gil;
     outs = e.run(std::move(ins));
   }
@@ -472,7 +482,7 @@ PYBIND11_MODULE(_C, m) {
         std::vector<int64_t> times;
         {
           py::gil_scoped_release no_gil;
-          outs = e.run_profiled(std::move(ins), times);
+          outs = e.run_profiled(ins, times);  // a copy: `ins` drops the inputs under the GIL (run_releasing_gil)
         }
         return py::make_tuple(to_python_list(outs), times);
       })
@@ -481,7 +491,7 @@ PYBIND11_MODULE(_C, m) {
         std::unordered_map<std::string, c10::IValue> vals;
         {
           py::gil_scoped_release no_gil;
-          vals = e.run_debug(std::move(ins));
+          vals = e.run_debug(ins);  // a copy, as run_profiled's
         }
         py::dict out;
         for (const auto& [k, v] : vals) out[py::str(k)] = to_python(v);
