@@ -289,7 +289,8 @@ void coalesce(Layout& L, size_t lo, size_t hi, Layout& out) {
 class CpuFusedKernel final : public Kernel {
  public:
   explicit CpuFusedKernel(const Node& n)
-      : prog_(n.program), run_(cpu::select_interpreter()), single_partners_(cpu::centered_sum_partners(prog_->single)) {
+      : prog_(n.program), run_(cpu::select_interpreter()), single_partners_(cpu::centered_sum_partners(prog_->single)),
+        no_in_place_(read_after_a_store(*prog_)) {
     for (const auto& ph : prog_->phases)
       for (const PInstr& i : ph) has_minmax_ |= i.op == POp::RMax || i.op == POp::RMin;
   }
@@ -361,7 +362,7 @@ class CpuFusedKernel final : public Kernel {
       // In place (pointwise programs only: `dying` is never set for a row program): elementwise,
       // each block's stores follow all its loads (no direct write: below).
       for (size_t j = 0; j < nin && !out[k].defined(); ++j)
-        if (dying[j] && in[j].scalar_type() == o.dtype && in[j].sizes().equals(D) &&
+        if (dying[j] && !no_in_place_[j] && in[j].scalar_type() == o.dtype && in[j].sizes().equals(D) &&
             same_strides(in[j], D, eager_strides[k]) && !in[j].is_neg() && !in[j].is_conj()) {
           out[k] = in[j];
           dying[j] = 0;
@@ -499,9 +500,34 @@ class CpuFusedKernel final : public Kernel {
     return c;
   }
 
+  // Per input: whether an instruction after the block's first store reads a register still
+  // holding that input's load. An fp32 input read along the row is loaded in place (the
+  // register points at its memory: interp.h, load), so an output written into that input's
+  // buffer by an earlier store would change what the register reads. A program whose fp32-to-
+  // fp16-and-back round trip widen_chains removed stores the load itself: `load r0 in0; ...;
+  // store out0 r1; store out1 r0` gave out1 = out0 where out0 took in0's buffer (fuzz seed 90739:
+  // an SDPA's value an interpolated input, 0.56 off). Such an input hosts no output.
+  static std::vector<uint8_t> read_after_a_store(const Program& p) {
+    std::vector<uint8_t> unsafe(p.inputs.size(), 0);
+    for (const auto& code : p.phases) {
+      std::vector<int> loaded(p.num_regs, -1);  // the input a register holds as loaded, or -1
+      bool stored = false;
+      for (const PInstr& I : code) {
+        if (stored)
+          for (int r = 0; r < p.num_regs; ++r)
+            if (loaded[r] >= 0 && loaded[r] < static_cast<int>(unsafe.size()) && reads_reg(I, r)) unsafe[loaded[r]] = 1;
+        stored |= I.op == POp::Store || I.op == POp::StoreRow;  // (a direct write, I.out, never goes to an input's buffer)
+        if (I.op != POp::Store && I.op != POp::StoreRow && I.dst >= 0 && I.dst < p.num_regs)
+          loaded[I.dst] = I.op == POp::Load ? I.a : -1;
+      }
+    }
+    return unsafe;
+  }
+
   std::shared_ptr<const Program> prog_;
   cpu::Interpreter run_;
   std::vector<int> single_partners_;  // after prog_: built from it
+  std::vector<uint8_t> no_in_place_;  // after prog_: built from it (read_after_a_store)
   bool has_minmax_ = false;
 };
 
