@@ -92,14 +92,14 @@ py::list to_python_list(const std::vector<c10::IValue>& vals) {
 
 // No Python on the hot path: other threads run while the plan does, unless it is brief.
 //
-// `held` keeps a second reference to each input until the GIL is back. Since torch 2.10
-// (c10/util/intrusive_ptr.h, "PyObject preservation") a tensor with a Python object increfs it
-// when its C++ count goes from 1 to 2 and decrefs it from 2 to 1, taking the GIL to do so: the
-// plan freeing a parameter's or an input's slot at its last use took the GIL once per tensor
-// (ResNet-20: ~100 a call, 1-3% of a call's samples in take_gil and drop_gil on one thread,
-// and a wait on whichever thread holds it when several serve at once). With `held`, the
-// plan's releases go from 3 to 2; the last one happens here, under the GIL. Memory is the same:
-// the caller holds each input for the call in any case.
+// `held` keeps a second reference to each input until the GIL is back. In torch 2.13
+// (c10/util/intrusive_ptr.h, "PyObject preservation", PyTorch PR 163394) a tensor with a
+// Python object increfs it when its C++ count goes from 1 to 2 and decrefs it from 2 to 1,
+// taking the GIL to do so: the plan freeing a parameter's or an input's slot at its last use
+// took the GIL once per tensor (ResNet-20: ~100 a call, 1-3% of a call's samples in take_gil
+// and drop_gil on one thread, and a wait on whichever thread holds it when several serve at
+// once). With `held`, the plan's releases go from 3 to 2; the last one happens here, under the
+// GIL. Memory is the same: the caller holds each input for the call in any case.
 py::list run_releasing_gil(const Executable& e, std::vector<c10::IValue> ins) {
   std::vector<c10::IValue> outs;
   if (e.brief() && !e.resolving()) {  // a first call that may wait on another keeps no GIL

@@ -1,7 +1,8 @@
 """A compiled call while another Python thread runs Python (a serving process tokenizing or
-parsing requests beside the model). The plan runs with the GIL released; since torch 2.10 a
-tensor that has a Python object takes the GIL when its C++ count drops from 2 to 1, so the plan
-freeing a parameter's slot at its last use waited for the GIL once per parameter: a switch
+parsing requests beside the model). The plan runs with the GIL released; in torch 2.13 (c10's
+PyObject preservation) a tensor that has a Python object takes the GIL when its C++ count drops
+from 2 to 1, so the plan freeing a parameter's slot at its last use waited for the GIL once per
+parameter: a switch
 interval each while another thread held it (a 40-parameter model: 0.29 ms a call alone, 332-344
 ms beside a spinning thread with a 10 ms interval). The bindings now keep a reference to every
 input until the GIL is back (csrc/python/bindings.cpp, run_releasing_gil).

@@ -360,7 +360,8 @@ class CpuFusedKernel final : public Kernel {
       if ((f == c10::MemoryFormat::ChannelsLast && p.rank != 4) || (f == c10::MemoryFormat::ChannelsLast3d && p.rank != 5))
         f = c10::MemoryFormat::Contiguous;
       // In place (pointwise programs only: `dying` is never set for a row program): elementwise,
-      // each block's stores follow all its loads (no direct write: below).
+      // each block's stores follow all its loads (no direct write: below), and no input whose
+      // load is read after a store hosts an output (no_in_place_).
       for (size_t j = 0; j < nin && !out[k].defined(); ++j)
         if (dying[j] && !no_in_place_[j] && in[j].scalar_type() == o.dtype && in[j].sizes().equals(D) &&
             same_strides(in[j], D, eager_strides[k]) && !in[j].is_neg() && !in[j].is_conj()) {
