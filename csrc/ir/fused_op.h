@@ -51,7 +51,8 @@ struct FusedOp {
   // lies (matmul) or reordered at every call into a per-thread buffer (conv).
   bool pack_weight = true;
   std::vector<std::string> covers;  // the FX nodes this node replaces, anchor first
-  std::string str() const;
+  // with_covers=false: what it computes only, the same string for a transformer's identical layers.
+  std::string str(bool with_covers = true) const;
 };
 
 }  // namespace fxcpp

@@ -310,4 +310,9 @@ void Graph::set_choice_cache(std::shared_ptr<ChoiceCache> cache) {
   for (Node* n : nodes()) n->choice_cache = cache;
 }
 
+void Graph::set_shared_choices(std::shared_ptr<SharedChoices> shared) {
+  check_mutable("share the first-call choices");
+  for (Node* n : nodes()) n->shared_choices = shared;
+}
+
 }  // namespace fxcpp

@@ -21,6 +21,7 @@
 namespace fxcpp {
 
 class ChoiceCache;  // runtime/choice_cache.h
+class SharedChoices;  // runtime/shared_choices.h
 
 // One dimension: a concrete size, or a symbol (e.g. "s0", "2*s0"), or unknown ("?").
 struct Dim {
@@ -104,6 +105,9 @@ struct Node {
   // Where a kernel that measures its first calls (oneDNN's GEMMs and convolutions, attention)
   // reads and records those choices across processes (Options.cache); null when off.
   std::shared_ptr<ChoiceCache> choice_cache;
+  // The partition's choices measured in this process, shared by nodes that compute the same
+  // thing (Graph::set_shared_choices); null: each node measures its own.
+  std::shared_ptr<SharedChoices> shared_choices;
 
   bool is_aten() const { return op.has_value(); }
   const c10::FunctionSchema& schema() const { return op->schema(); }
@@ -161,10 +165,13 @@ class Graph {
   std::string str() const;
   // An Executable's plan points into the graph: once one is built the graph is read-only.
   void freeze() { frozen_ = true; }
+  bool frozen() const { return frozen_; }
   // Options.pack_weights=False: no oneDNN node keeps a packed copy of its weight.
   void disable_weight_packing();
   // Every fused node reads and records its first-call kernel choices in `cache` (Options.cache).
   void set_choice_cache(std::shared_ptr<ChoiceCache> cache);
+  // Every node reads and records its first-call choices in `shared`, one table for this graph.
+  void set_shared_choices(std::shared_ptr<SharedChoices> shared);
   void check_mutable(const char* what) const {
     if (frozen_) throw std::logic_error(std::string("fxcpp: cannot ") + what + ": an Executable was built from this graph");
   }

@@ -51,7 +51,7 @@ static std::string ints(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-std::string FusedOp::str() const {
+std::string FusedOp::str(bool with_covers) const {
   std::ostringstream os;
   os << "{" << anchor_op;
   if (anchor == Anchor::Conv)
@@ -68,9 +68,12 @@ std::string FusedOp::str() const {
     for (size_t i = 0; i < post_ops.size(); ++i) os << (i ? ", " : "") << post_ops[i].str();
     os << "]";
   }
-  os << " covers=[";
-  for (size_t i = 0; i < covers.size(); ++i) os << (i ? "," : "") << covers[i];
-  os << "]}";
+  if (with_covers) {
+    os << " covers=[";
+    for (size_t i = 0; i < covers.size(); ++i) os << (i ? "," : "") << covers[i];
+    os << "]";
+  }
+  os << "}";
   return os.str();
 }
 

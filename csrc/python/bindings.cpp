@@ -22,6 +22,7 @@
 #include "passes/pass.h"
 #include "runtime/buffer_pool.h"
 #include "runtime/choice_cache.h"
+#include "runtime/shared_choices.h"
 #include "runtime/cpu/fused_call.h"
 #include "runtime/executor.h"
 #include "runtime/host.h"
@@ -470,6 +471,8 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init([](std::shared_ptr<Graph> g, bool pack_weights, std::shared_ptr<ChoiceCache> choices) {
         if (!pack_weights) g->disable_weight_packing();
         if (choices) g->set_choice_cache(std::move(choices));
+        // One table per graph: a second Executable of the same graph shares the first one's.
+        if (!g->frozen()) g->set_shared_choices(std::make_shared<SharedChoices>());
         g->freeze();
         return std::make_shared<Executable>(g);
       }), py::arg("graph"), py::arg("pack_weights") = true, py::arg("choice_cache") = nullptr)

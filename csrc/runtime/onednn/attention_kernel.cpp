@@ -32,6 +32,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -44,6 +45,7 @@
 #include "runtime/host.h"
 #include "runtime/kernel.h"
 #include "runtime/onednn/common.h"
+#include "runtime/shared_choices.h"
 
 namespace fxcpp::onednn {
 namespace {
@@ -72,7 +74,7 @@ struct Entry {
 class AttentionAsMatmuls final : public Kernel {
  public:
   explicit AttentionAsMatmuls(const Node& n)
-      : op_(*n.op), name_(n.name), choice_cache_(n.choice_cache), forced_(attention_mode() == AttentionMode::Matmuls),
+      : op_(*n.op), name_(n.name), choice_cache_(n.choice_cache), shared_choices_(n.shared_choices), forced_(attention_mode() == AttentionMode::Matmuls),
         rows_(cpu::select_attention_rows()), scale_(cpu::select_attention_scale()) {}
 
   void run(Stack& stack) const override {
@@ -279,6 +281,20 @@ class AttentionAsMatmuls final : public Kernel {
       }
       return c == kMatmuls ? or_flash(mine(), stack) : flash(stack);
     }
+    // Another attention node of this partition measured this signature (a transformer's layers):
+    // take its choice (shared_choices.h).
+    std::optional<SharedChoices::Made> sibling;
+    if (c == kUndecided && shared_choices_ && (sibling = shared_choices_->find(shared_key(e)))) {
+      c = sibling->measured.choice;
+      if (e.choice.exchange(c) == kUndecided) {
+        learn(c, sibling->measured.ours_us, sibling->measured.theirs_us, work(q, k));
+        if (choice_cache_) choice_cache_->record(name_, e.key, sibling->measured);
+        const std::string how = "when node '" + sibling->node + "' measured (" + measured_text(sibling->measured, q, k) +
+                                "; the same signature)";
+        note(c == kMatmuls ? "onednn " + e.impl + "; faster " + how : "aten: its flash attention was faster " + how);
+      }
+      return c == kMatmuls ? or_flash(mine(), stack) : flash(stack);
+    }
     if (c == kUndecided && !measures(q, k)) c = last_choice_.load();
     if (c != kUndecided) {
       if (e.choice.exchange(c) == kUndecided)
@@ -298,10 +314,13 @@ class AttentionAsMatmuls final : public Kernel {
     e.choice.store(m.choice);
     learn(m.choice, ta, tb, work(q, k));
     if (choice_cache_) choice_cache_->record(name_, e.key, m);
+    if (shared_choices_) shared_choices_->add(shared_key(e), {m, name_});
     const std::string buf = "measured " + measured_text(m, q, k);
     note(aten ? "aten: its flash attention was faster, " + buf + " (" + e.impl + ")" : "onednn " + e.impl + "; " + buf);
     return aten || !a.ok ? b : a;
   }
+
+  static std::string shared_key(const Entry& e) { return "attention\n" + e.key + '\n' + e.impl; }
 
   // What a measurement (this process's or an earlier one's) tells the choices that follow: the last
   // choice, how many signatures were measured and the largest work, and the saving per unit of work.
@@ -341,6 +360,7 @@ class AttentionAsMatmuls final : public Kernel {
   c10::OperatorHandle op_;
   const std::string name_;
   const std::shared_ptr<ChoiceCache> choice_cache_;  // Options.cache, or null
+  const std::shared_ptr<SharedChoices> shared_choices_;  // this partition's, or null
   const bool forced_;
   const cpu::AttentionRows rows_;
   const cpu::AttentionScale scale_;

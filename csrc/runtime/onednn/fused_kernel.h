@@ -48,6 +48,7 @@
 #include "runtime/host.h"
 #include "runtime/kernel.h"
 #include "runtime/onednn/common.h"
+#include "runtime/shared_choices.h"
 
 namespace fxcpp::onednn {
 
@@ -63,7 +64,8 @@ template <typename Entry>
 class FusedKernel : public Kernel {
  public:
   FusedKernel(const Node& n, bool long_lived_weight)
-      : f_(*n.fused), name_(n.name), choice_cache_(n.choice_cache), long_lived_(long_lived_weight), out_dtype_(n.outputs[0]->meta->dtype),
+      : f_(*n.fused), name_(n.name), choice_cache_(n.choice_cache), shared_choices_(n.shared_choices),
+        computes_(n.fused->str(/*with_covers=*/false)), long_lived_(long_lived_weight), out_dtype_(n.outputs[0]->meta->dtype),
         wide_io_(wide_io(n)), per_call_why_(why_per_call(n)), forced_(forced_choice()), native_bf16_(native_bf16()) {}
   const char* kind() const override { return "onednn"; }
 
@@ -255,12 +257,25 @@ class FusedKernel : public Kernel {
       last_choice_.store(c);
       ++measured_;
     }
+    // A node of this partition computing the same thing measured this signature: take its choice.
+    std::optional<SharedChoices::Made> sibling;
+    if (c == kUndecided && shared_choices_ && (sibling = shared_choices_->find(shared_key(e)))) {
+      c = sibling->measured.choice;
+      last_choice_.store(c);
+      ++measured_;
+      if (choice_cache_) choice_cache_->record(name_, e.key, sibling->measured);
+    }
     if (c != kUndecided) {
       if (e.choice.exchange(c) == kUndecided) {  // the signature's first call: say why
         if (earlier.choice != kUndecided)
           note(c == kOnednn ? e.impl_note + "; as an earlier process measured (" + cached_times(earlier) + "choice cache)"
                             : "aten: eager's ops were faster when an earlier process measured (" + cached_times(earlier) +
                                   "choice cache; " + e.impl + ")");
+        else if (sibling)
+          note(c == kOnednn ? e.impl_note + "; as node '" + sibling->node + "' measured (" + cached_times(sibling->measured) +
+                                  "the same computation and signature)"
+                            : "aten: eager's ops were faster when node '" + sibling->node + "' measured (" +
+                                  cached_times(sibling->measured) + "the same computation and signature; " + e.impl + ")");
         else
           note(c == kOnednn ? e.impl_note
                             : forced_ == kAten ? "aten: FXCPP_KERNEL_CHOICE=aten" : "aten: as measured for an earlier shape");
@@ -292,6 +307,7 @@ class FusedKernel : public Kernel {
     last_choice_.store(aten ? kAten : kOnednn);
     ++measured_;
     if (choice_cache_) choice_cache_->record(name_, e.key, {aten ? kAten : kOnednn, t_mine, t_eager});
+    if (shared_choices_) shared_choices_->add(shared_key(e), {{aten ? kAten : kOnednn, t_mine, t_eager}, name_});
     char buf[96];
     std::snprintf(buf, sizeof buf, "measured %.0f us vs eager's %.0f us", t_mine, t_eager);
     note(aten ? std::string("aten: eager's ops were faster, ") + buf + " (" + e.impl + ")" : e.impl_note + "; " + buf);
@@ -300,6 +316,12 @@ class FusedKernel : public Kernel {
     mine.reset(), eager.reset();
     release_freed_memory();
     return out;
+  }
+
+  // What a sibling node must share with this one for its measurement to stand for this one's
+  // (shared_choices.h): the computation, the call signature, the primitive and weight handling.
+  std::string shared_key(const Entry& e) const {
+    return computes_ + '\n' + e.key + '\n' + e.impl_note + (wide_io_ ? "\nwide" : "");
   }
 
   // "X us against eager's Y us; " from a choice cache entry, empty where it holds no times.
@@ -499,6 +521,8 @@ class FusedKernel : public Kernel {
   const FusedOp f_;
   const std::string name_;
   const std::shared_ptr<ChoiceCache> choice_cache_;  // Options.cache, or null
+  const std::shared_ptr<SharedChoices> shared_choices_;  // this partition's, or null
+  const std::string computes_;  // f_ without node names: equal for identical layers
   const bool long_lived_;  // the weight is a static input (parameter, buffer) or a constant
   const c10::ScalarType out_dtype_;
   const bool wide_io_;  // an activation or the output is fp32 around a bf16/fp16 weight (widen_chains)

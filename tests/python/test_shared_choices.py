@@ -1,0 +1,157 @@
+"""First-call choices shared within a compiled partition (runtime/shared_choices.h): a node
+computing what another node already measured, on the same call signature, takes that choice
+instead of timing both paths again, says whose measurement it took, and records it in the
+choice cache under its own name. A different computation or signature measures for itself."""
+import glob
+import os
+import re
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import fxcpp
+from fxcpp import _C
+from attention_cases import OP
+from helpers import assert_same
+
+pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
+
+MEASURED = re.compile(r"measured \d+ us vs eager's \d+ us")
+SHARED = re.compile(r"as node '(\w+)' measured \(\d+ us against eager's \d+ us; the same computation and signature\)"
+                    r"|when node '(\w+)' measured \(\d+ us against eager's \d+ us; the same computation and signature")
+
+
+@pytest.fixture(autouse=True)
+def _no_forced_paths(monkeypatch):
+    for var in ("FXCPP_KERNEL_CHOICE", "FXCPP_ATTENTION"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def _rows(model, x, **opts):
+    torch._dynamo.reset()
+    with torch.no_grad():
+        report = fxcpp.explain(model, x, options={"cache": False, **opts})
+    return report, [r for r in report.rows if r.kernel == "onednn" and r.impl]
+
+
+def _check_values(model, x):
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fxcpp", options={"cache": False})
+    with torch.no_grad():
+        assert_same(model(x), compiled(x))
+        assert_same(model(x), compiled(x))
+
+
+class Layers(nn.Module):
+    """Identical Linear + GELU layers, as a transformer's blocks repeat them, and a last Linear
+    with another post-op (ReLU) on the same shapes."""
+
+    def __init__(self, n=4, d=64):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(d, d) for _ in range(n))
+        self.last = nn.Linear(d, d)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = F.gelu(layer(x))
+        return torch.relu(self.last(x))
+
+
+def test_identical_layers_measure_once_and_the_rest_take_that_choice():
+    torch.manual_seed(0)
+    model, x = Layers().eval(), torch.randn(32, 64)
+    _, rows = _rows(model, x)
+    assert len(rows) == 5, rows
+    measured = [r for r in rows if MEASURED.search(r.impl)]
+    shared = [r for r in rows if SHARED.search(r.impl)]
+    # One of the four GELU layers measured, three took its choice; the ReLU layer measured its own.
+    assert len(measured) == 2 and len(shared) == 3, [r.impl for r in rows]
+    named = {m for r in shared for m in SHARED.search(r.impl).groups() if m}
+    assert len(named) == 1 and named < {r.node for r in measured}, (named, [(r.node, r.impl) for r in rows])
+    assert rows[-1] in measured, [(r.node, r.impl) for r in rows]  # the ReLU layer: another computation
+    _check_values(model, x)
+
+
+def test_another_signature_measures_for_itself():
+    """The same four layers, one of them fed a transposed (strided) input: its call signature
+    differs, so it measures; the other three share one measurement."""
+
+    class Strided(Layers):
+        def forward(self, x):
+            x = F.gelu(self.layers[0](x))
+            x = F.gelu(self.layers[1](x.t().contiguous().t()))  # the same values, column-major
+            for layer in self.layers[2:]:
+                x = F.gelu(layer(x))
+            return x
+
+    torch.manual_seed(0)
+    model, x = Strided().eval(), torch.randn(64, 64)
+    _, rows = _rows(model, x)
+    kinds = [("measured" if MEASURED.search(r.impl) else "shared" if SHARED.search(r.impl) else "other") for r in rows]
+    assert kinds == ["measured", "measured", "shared", "shared"], [r.impl for r in rows]
+    _check_values(model, x)
+
+
+def test_no_sharing_across_compiles():
+    """A second compile of the same model measures again (one table per partition)."""
+    torch.manual_seed(0)
+    model, x = Layers(n=2).eval(), torch.randn(16, 64)
+    for _ in range(2):
+        _, rows = _rows(model, x)
+        assert sum(bool(MEASURED.search(r.impl)) for r in rows) == 2, [r.impl for r in rows]
+
+
+def test_the_choice_cache_holds_every_node_and_a_warm_compile_takes_them(tmp_path):
+    torch.manual_seed(0)
+    model, x = Layers().eval(), torch.randn(32, 64)
+    _, rows = _rows(model, x, cache=True, cache_dir=str(tmp_path))
+    assert sum(bool(SHARED.search(r.impl)) for r in rows) == 3
+    (path,) = glob.glob(os.path.join(str(tmp_path), "choices", "*.txt"))
+    with open(path) as f:
+        lines = f.read().splitlines()[1:]
+    assert len(lines) == 5 and len({line.split()[1] for line in lines}) == 5, lines  # one line per node
+    _, again = _rows(model, x, cache=True, cache_dir=str(tmp_path))
+    assert all("choice cache" in r.impl for r in again), [r.impl for r in again]
+
+
+class Blocks(nn.Module):
+    """Two identical attention blocks (projections, SDPA with a float mask)."""
+
+    def __init__(self, d=64, h=4):
+        super().__init__()
+        self.h = h
+        self.qkv = nn.ModuleList(nn.Linear(d, 3 * d) for _ in range(2))
+
+    def forward(self, x, mask):
+        b, L, d = x.shape
+        for qkv in self.qkv:
+            q, k, v = (t.view(b, L, self.h, d // self.h).transpose(1, 2) for t in qkv(x).chunk(3, -1))
+            x = x + F.scaled_dot_product_attention(q, k, v, attn_mask=mask).transpose(1, 2).reshape(b, L, d)
+        return x
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_identical_attention_calls_measure_once(dtype):
+    if dtype == torch.bfloat16 and not _C.host_info()["native_bf16"]:
+        pytest.skip("bf16 attention runs ATen's kernel without native bf16 matmuls")
+    torch.manual_seed(0)
+    model = Blocks().eval().to(dtype)
+    x, mask = torch.randn(4, 32, 64, dtype=dtype), torch.randn(4, 1, 32, 32, dtype=dtype)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        report = fxcpp.explain(model, x, mask, options={"cache": False})
+    rows = [r for r in report.rows if r.op == OP]
+    assert len(rows) == 2, report
+    measured = [r for r in rows if re.search(r"measured \d+ us vs ATen's flash attention \d+ us", r.impl)]
+    shared = [r for r in rows if re.search(r"when node '\w+' measured \(\d+ us vs ATen's flash attention \d+ us at 32 x 32; "
+                                           r"the same signature\)", r.impl)]
+    assert len(measured) == 1 and len(shared) == 1, [r.impl for r in rows]
+    assert f"node '{measured[0].node}'" in shared[0].impl
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fxcpp", options={"cache": False})
+    with torch.no_grad():
+        ref64 = model.double()(x.double(), mask.double())
+        model.to(dtype)
+        assert_same(model(x, mask), compiled(x, mask), fp64_ref=ref64)
