@@ -92,42 +92,15 @@ def _drop_unpicklable_meta(gm: fx.GraphModule) -> None:
             node.meta.pop(k, None)
 
 
-def _unpickle_graph(data: bytes) -> fx.GraphModule:
-    from torch._subclasses import FakeTensorMode
-    from torch.fx._graph_pickler import GraphPickler
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
-
-    gm = GraphPickler.loads(data, FakeTensorMode(shape_env=ShapeEnv()))
-    gm.recompile()
-    # Dynamo's placeholder sources do not survive pickling; without this mark aot takes the
-    # graph as not Dynamo's, and the static inputs come from `static` instead.
-    gm.meta.pop("dynamo_compile_id", None)
-    return gm
-
-
 class PrecompiledGraph(SerializableCallable):
     """graph_module: Dynamo's graph. aten, aten_static: the inference ATen graph aot made from it
     and its parameter positions, when the compiled function called it directly."""
 
-    def __init__(self, graph_module: fx.GraphModule | None, options, static: set, fn=None, aten=None, aten_static=(),
-                 pickled_graph_module: bytes | None = None):
-        self._graph_module, self._pickled = graph_module, pickled_graph_module
-        self.options, self.static, self.fn = options, set(static), fn
+    def __init__(self, graph_module: fx.GraphModule, options, static: set, fn=None, aten=None, aten_static=()):
+        self.graph_module, self.options, self.static, self.fn = graph_module, options, set(static), fn
         self.aten, self.aten_static = aten, set(aten_static)
         self.warm_path = None  # how a loaded one compiled: "saved ATen graph" or "aot_autograd"
         self._lock = threading.Lock()
-        self._graph_lock = threading.Lock()  # apart from _lock: __call__ reads graph_module under it
-
-    @property
-    def graph_module(self) -> fx.GraphModule:
-        """Dynamo's graph. A loaded one is unpickled at first use: a warm start that calls the saved
-        ATen graph never needs it, and unpickling it (FakeTensors for every weight) was a fifth of
-        BERT-base's warm start (benchmarks/results/warm-start-lazy-graph/)."""
-        with self._graph_lock:
-            if self._graph_module is None:
-                self._graph_module = _unpickle_graph(self._pickled)
-                self._pickled = None
-            return self._graph_module
 
     @classmethod
     def of(cls, gm: fx.GraphModule, options, fn, direct=None) -> "PrecompiledGraph":
@@ -139,17 +112,13 @@ class PrecompiledGraph(SerializableCallable):
         from torch.fx._graph_pickler import GraphPickler
         from torch.fx._graph_pickler import Options as PicklerOptions
 
-        if fn._pickled is not None:  # loaded and never unpickled: saved as it was read
-            graph_module = fn._pickled
-        else:
-            gm = fn.graph_module
-            _drop_unpicklable_meta(gm)
-            graph_module = GraphPickler.dumps(gm, PicklerOptions(ops_filter=None))
+        gm = fn.graph_module
+        _drop_unpicklable_meta(gm)
         aten = None
         if fn.aten is not None:
             _drop_unpicklable_meta(fn.aten)
             aten = GraphPickler.dumps(fn.aten, PicklerOptions(ops_filter=None))
-        return pickle.dumps({"format": FORMAT, "graph_module": graph_module,
+        return pickle.dumps({"format": FORMAT, "graph_module": GraphPickler.dumps(gm, PicklerOptions(ops_filter=None)),
                              "options": fn.options, "static": sorted(fn.static),
                              "aten": aten, "aten_static": sorted(fn.aten_static)})
 
@@ -162,15 +131,17 @@ class PrecompiledGraph(SerializableCallable):
         state = pickle.loads(data)
         if not isinstance(state, dict) or state.get("format") != FORMAT:
             raise RuntimeError("fxcpp: this precompiled artifact was written by another fxcpp version")
+        fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+        gm = GraphPickler.loads(state["graph_module"], fake_mode)
+        gm.recompile()
+        # Dynamo's placeholder sources do not survive pickling; without this mark aot takes the
+        # graph as not Dynamo's, and the static inputs come from `static` instead.
+        gm.meta.pop("dynamo_compile_id", None)
         aten = None
         if state["aten"] is not None:
-            aten = GraphPickler.loads(state["aten"], FakeTensorMode(shape_env=ShapeEnv()))
+            aten = GraphPickler.loads(state["aten"], fake_mode)
             aten.recompile()
-        if aten is None:
-            return cls(_unpickle_graph(state["graph_module"]), state["options"], set(state["static"]))
-        # Dynamo's graph is unpickled only if a call needs it (the graph_module property).
-        return cls(None, state["options"], set(state["static"]), aten=aten, aten_static=state["aten_static"],
-                   pickled_graph_module=state["graph_module"])
+        return cls(gm, state["options"], set(state["static"]), aten=aten, aten_static=state["aten_static"])
 
     def __call__(self, *args):
         fn = self.fn

@@ -166,31 +166,3 @@ def test_a_loaded_function_never_runs_its_inference_graph_for_autograd(tmp_path)
     assert saved.aten is not None and saved._from_saved_aten(args) is None
     with torch.no_grad():
         assert saved._from_saved_aten(args) is not None
-
-
-def test_a_loaded_function_unpickles_dynamos_graph_only_for_a_call_that_needs_it(tmp_path):
-    """A warm start calls the saved ATen graph and never unpickles Dynamo's graph; a call the ATen
-    graph cannot serve (autograd) unpickles it then, compiles it as a cold start would, and its
-    values and gradients are eager's. Saved again unread, the artifact carries the same graph."""
-    model, x = _model(), torch.randn(2, 3, 8, 8)
-    path = tmp_path / "f.pt2"
-    with torch.no_grad():
-        fxcpp.precompile.save(f, (model, x), path, options={"cache_dir": str(tmp_path)})
-    loaded = fxcpp.precompile.load(path, f, options={"cache_dir": str(tmp_path)})
-    with torch.no_grad():
-        assert_same(loaded(model, x), f(model, x))
-    saved = loaded.loaded._artifacts.compiled_fn
-    assert saved.warm_path == "saved ATen graph" and saved._graph_module is None
-    data = fxcpp.precompile.PrecompiledGraph.serialize_compile_artifacts(saved)
-    again = fxcpp.precompile.PrecompiledGraph.deserialize_compile_artifacts(data)
-    assert again._graph_module is None
-    args = [model[0].weight, model[0].bias, x, model[3].weight, model[3].bias]  # Dynamo's graph's order
-    (out,) = again(*args)  # Dynamo's graph's outputs; grad enabled, weights requiring grad: no ATen graph
-    assert again.warm_path == "aot_autograd" and again._graph_module is not None
-    assert_same(out, f(model, x))
-    out.sum().backward()
-    mine = [p.grad.clone() for p in model.parameters()]
-    model.zero_grad()
-    f(model, x).sum().backward()
-    for a, b in zip(mine, model.parameters()):
-        assert_same(a, b.grad)
