@@ -14,7 +14,7 @@ import torch.nn.functional as F
 import fxcpp
 from fxcpp import _C
 from attention_cases import OP
-from helpers import assert_same
+from helpers import assert_same, errors_in_threads
 
 pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
 
@@ -72,6 +72,29 @@ def test_identical_layers_measure_once_and_the_rest_take_that_choice():
     assert len(named) == 1 and named < {r.node for r in measured}, (named, [(r.node, r.impl) for r in rows])
     assert rows[-1] in measured, [(r.node, r.impl) for r in rows]  # the ReLU layer: another computation
     _check_values(model, x)
+
+
+def test_first_calls_from_several_threads_at_once():
+    """Four threads make the first calls of one compiled model at once, at two new batch sizes
+    (nodes measure and share while other threads run the same nodes): no thread raises or hangs,
+    and every result matches eager."""
+    torch.manual_seed(0)
+    model = Layers().eval()
+    xs = [torch.randn(32, 64), torch.randn(48, 64)]
+    refs = [model(x).detach() for x in xs]
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fxcpp", options={"cache": False}, dynamic=False)
+    with torch.no_grad():
+        compiled(torch.randn(8, 64))  # compiled (and one signature measured) before the threads start
+
+    def call(i):
+        def run():
+            with torch.no_grad():
+                for _ in range(3):
+                    assert_same(refs[i % 2], compiled(xs[i % 2]))
+        return run
+
+    assert errors_in_threads(*(call(i) for i in range(4)), timeout=300) == []
 
 
 def test_another_signature_measures_for_itself():
