@@ -8,9 +8,9 @@
 // A key names everything the two timed paths depend on (what the node computes without node
 // names, the signature's sizes, strides and dtypes, the primitive's implementation and weight
 // handling). A collision could only cost speed: each node still runs its own computation,
-// whichever path is taken. One table per partition (Graph::set_shared_choices, made per Executable), so a later compile
-// in the same process measures afresh, as before; the choice cache carries choices across
-// processes (choice_cache.h).
+// whichever path is taken. One table per partition (Graph::set_shared_choices, made with its
+// Executable), so a later compile in the same process measures afresh, as before; the choice
+// cache carries choices across processes (choice_cache.h).
 #pragma once
 #include <mutex>
 #include <optional>

@@ -8,8 +8,12 @@ ms beside a spinning thread with a 10 ms interval). The bindings now keep a refe
 input until the GIL is back (csrc/python/bindings.cpp, run_releasing_gil).
 
 Not a speed test: the two outcomes differ by a factor of the parameter count (here 40) times the
-switch interval, and the bound sits at 5 intervals; a call alone takes well under one."""
-import statistics
+switch interval, and the bound sits at 5 intervals; a call alone takes well under one. The
+fastest of five calls is checked: on a Zen 4 host, before the change and after it alike, calls
+beside the spinner came in bursts that waited 1 to 6 intervals (30 calls: 22 under 2 ms, six
+25 ms, one 83 and one 160 ms) where the spinner won the GIL at the plan's one release and
+Python's forced switches followed, so a median of five crossed the bound now and then; the bug
+made every call wait once per parameter."""
 import sys
 import threading
 import time
@@ -54,7 +58,7 @@ def _calls_beside_a_spinning_thread(fn, x, n=5):
     finally:
         stop.set()
         th.join()
-    return statistics.median(times), out
+    return min(times), out
 
 
 def test_a_call_beside_a_python_thread_waits_for_the_gil_at_most_at_its_ends(switch_interval):
@@ -71,4 +75,4 @@ def test_a_call_beside_a_python_thread_waits_for_the_gil_at_most_at_its_ends(swi
             fn(x)
         took, out = _calls_beside_a_spinning_thread(fn, x)
     torch.testing.assert_close(out, ref)
-    assert took < 5 * switch_interval, f"a call took {took * 1e3:.0f} ms beside a spinning thread"
+    assert took < 5 * switch_interval, f"the fastest of five calls took {took * 1e3:.0f} ms beside a spinning thread"

@@ -74,8 +74,8 @@ struct Entry {
 class AttentionAsMatmuls final : public Kernel {
  public:
   explicit AttentionAsMatmuls(const Node& n)
-      : op_(*n.op), name_(n.name), choice_cache_(n.choice_cache), shared_choices_(n.shared_choices), forced_(attention_mode() == AttentionMode::Matmuls),
-        rows_(cpu::select_attention_rows()), scale_(cpu::select_attention_scale()) {}
+      : op_(*n.op), name_(n.name), choice_cache_(n.choice_cache), shared_choices_(n.shared_choices),
+        forced_(attention_mode() == AttentionMode::Matmuls), rows_(cpu::select_attention_rows()), scale_(cpu::select_attention_scale()) {}
 
   void run(Stack& stack) const override {
     const at::Tensor q = stack[0].toTensor(), k = stack[1].toTensor(), v = stack[2].toTensor();
