@@ -142,8 +142,8 @@ bool faster_fused_alone(const Node& n) {
   if (k == "aten::rsqrt") return !fp32 && avx512;
   // A mean in bf16/fp16, on every ISA: ATen's sums in fp32 through a full fp32 copy of its input
   // (the profiler shows aten::sum -> _to_copy of all of it), 1.0-25x the fused kernel's time at
-  // every shape and layout measured, most 1.6-4.5x (benchmarks/results/lone-mean/); fp32 means stay (ATen's wins on
-  // channels-last pools and short outer rows).
+  // every shape and layout measured, most 1.6-4.5x (benchmarks/results/lone-mean/); fp32 means
+  // stay (ATen's wins on channels-last pools and short outer rows).
   if (k == "aten::mean.dim" || k == "aten::mean") return bf16 || n.outputs[0]->meta->dtype == c10::kHalf;
   std::string approximate;
   if (k != "aten::gelu" || !const_string(n.args[1], approximate)) return false;
