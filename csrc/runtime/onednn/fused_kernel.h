@@ -268,14 +268,9 @@ class FusedKernel : public Kernel {
     if (c != kUndecided) {
       if (e.choice.exchange(c) == kUndecided) {  // the signature's first call: say why
         if (earlier.choice != kUndecided)
-          note(c == kOnednn ? e.impl_note + "; as an earlier process measured (" + cached_times(earlier) + "choice cache)"
-                            : "aten: eager's ops were faster when an earlier process measured (" + cached_times(earlier) +
-                                  "choice cache; " + e.impl + ")");
+          note_taken(c, e, "an earlier process", earlier, "choice cache");
         else if (sibling)
-          note(c == kOnednn ? e.impl_note + "; as node '" + sibling->node + "' measured (" + cached_times(sibling->measured) +
-                                  "the same computation and signature)"
-                            : "aten: eager's ops were faster when node '" + sibling->node + "' measured (" +
-                                  cached_times(sibling->measured) + "the same computation and signature; " + e.impl + ")");
+          note_taken(c, e, "node '" + sibling->node + "'", sibling->measured, "the same computation and signature");
         else
           note(c == kOnednn ? e.impl_note
                             : forced_ == kAten ? "aten: FXCPP_KERNEL_CHOICE=aten" : "aten: as measured for an earlier shape");
@@ -322,6 +317,14 @@ class FusedKernel : public Kernel {
   // (shared_choices.h): the computation, the call signature, the primitive and weight handling.
   std::string shared_key(const Entry& e) const {
     return computes_ + '\n' + e.key + '\n' + e.impl_note + (wide_io_ ? "\nwide" : "");
+  }
+
+  // The first call's note for a choice `who` measured elsewhere (`source`: how it reached us).
+  void note_taken(int c, const Entry& e, const std::string& who, const ChoiceCache::Measured& m,
+                  const char* source) const {
+    note(c == kOnednn ? e.impl_note + "; as " + who + " measured (" + cached_times(m) + source + ")"
+                      : "aten: eager's ops were faster when " + who + " measured (" + cached_times(m) + source + "; " +
+                            e.impl + ")");
   }
 
   // "X us against eager's Y us; " from a choice cache entry, empty where it holds no times.
