@@ -3,8 +3,8 @@ parsing requests beside the model). The plan runs with the GIL released; in torc
 PyObject preservation) a tensor that has a Python object takes the GIL when its C++ count drops
 from 2 to 1, so the plan freeing a parameter's slot at its last use waited for the GIL once per
 parameter: a switch interval each while another thread held it (a 40-parameter model: 0.29 ms a
-call alone, 332-344 ms beside a spinning thread with a 10 ms interval). The bindings now keep a reference to every
-input until the GIL is back (csrc/python/bindings.cpp, run_releasing_gil).
+call alone, 332-344 ms beside a spinning thread with a 10 ms interval). The bindings now keep a
+reference to every input until the GIL is back (csrc/python/bindings.cpp, run_releasing_gil).
 
 Not a speed test: the two outcomes differ by a factor of the parameter count (here 40) times the
 switch interval, and the bound sits at 5 intervals; a call alone takes well under one. The
