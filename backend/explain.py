@@ -30,6 +30,9 @@ class NodeRow:
     dtype: str
     time_us: float | None
     impl: str = ""   # the implementation the kernel ran, and why (oneDNN nodes: "onednn brg:avx512_core, weight packed once")
+    # What ran at the calls so far: `kernel`, or "aten" where that kernel kept eager's ATen ops
+    # (measured faster, a refused primitive), or "<kernel>+aten" where it ran both.
+    ran: str = ""
 
 
 def _shape_dtype(node: fx.Node | None) -> tuple[str, str]:
@@ -57,6 +60,7 @@ def _cpp_rows(tag: str, gm: fx.GraphModule, part: CppPartition, label: str) -> l
             step_of[c] = (i, kind, name if len(covers) > 1 else "")
     times = part.last_times
     notes = part.exe.step_notes()
+    ran = part.exe.step_ran()
     rows = []
     for n in gm.graph.nodes:
         if n.op != "call_function":
@@ -68,9 +72,11 @@ def _cpp_rows(tag: str, gm: fx.GraphModule, part: CppPartition, label: str) -> l
             own = part.steps[i][0] == n.name
             t = times[i] / 1e3 if own and times is not None and i < len(times) else None
             impl = notes[i] if own else ""
+            step_ran = ran[i]  # every FX node of a fused step ran as its step did
         else:  # getitem on a tuple output is a value reference in C++; other absent nodes a pass removed
             kind, t, group = ("prim" if n.target is operator.getitem else "removed"), None, ""
-        rows.append(NodeRow(tag, n.name, op_name(n.target), label, group, kind, shape, dtype, t, impl))
+            step_ran = kind
+        rows.append(NodeRow(tag, n.name, op_name(n.target), label, group, kind, shape, dtype, t, impl, step_ran))
     return rows
 
 
@@ -80,7 +86,7 @@ def _interp_rows(tag: str, nodes, times: dict | None, label="interpreter") -> li
         if n.op == "call_function":
             shape, dtype = _shape_dtype(n)
             t = times.get(n.name) / 1e3 if times and n.name in times else None
-            rows.append(NodeRow(tag, n.name, op_name(n.target), label, "", "interpreter", shape, dtype, t))
+            rows.append(NodeRow(tag, n.name, op_name(n.target), label, "", "interpreter", shape, dtype, t, ran="interpreter"))
     return rows
 
 
@@ -114,6 +120,10 @@ class Report:
         self.rows: list[NodeRow] = [r for g in graphs for r in rows_of(g)]
         counts = Counter(r.kernel for r in self.rows)
         self.kernel_counts = {k: counts.get(k, 0) for k in KERNELS}
+        # The same over what ran (NodeRow.ran): a oneDNN node that kept eager's ATen ops counts
+        # as aten here; one that ran both counts under each.
+        ran = Counter(k for r in self.rows for k in r.ran.split("+"))
+        self.ran_counts = {k: ran.get(k, 0) for k in KERNELS}
         self.fallbacks = [f for g in graphs for f in g.fallbacks]
         # Options.freeze: the parameters and buffers each graph released (backend/freeze.py).
         self.released = {f"{g.id}:{g.kind}": list(g.released) for g in graphs if getattr(g, "released", None)}
@@ -126,13 +136,17 @@ class Report:
 
     def __str__(self) -> str:
         head = ["graph", "node", "op", "partition", "group", "kernel", "shape", "dtype", "time_us", "impl"]
-        body = [[r.graph, r.node, r.op, r.partition, r.group, r.kernel, r.shape, r.dtype,
+        body = [[r.graph, r.node, r.op, r.partition, r.group,
+                 r.kernel if r.ran in ("", r.kernel) else f"{r.kernel}, ran {r.ran}", r.shape, r.dtype,
                  "" if r.time_us is None else f"{r.time_us:.1f}", r.impl] for r in self.rows]
         widths = [max(len(str(x)) for x in col) for col in zip(head, *body)] if body else [len(h) for h in head]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths)
         lines = [fmt.format(*head), fmt.format(*["-" * w for w in widths])] + [fmt.format(*b) for b in body]
         lines.append("")
         lines.append("kernel counts: " + ", ".join(f"{k}={v}" for k, v in self.kernel_counts.items()))
+        if self.ran_counts != self.kernel_counts:
+            lines.append("ran: " + ", ".join(f"{k}={v}" for k, v in self.ran_counts.items()) +
+                         " (a kernel that kept eager's ATen ops counts as aten; its impl says why)")
         for tag, b in self.planned_peak_bytes.items():
             lines.append(f"planned peak {tag}: " + ("unknown (symbolic sizes)" if b is None else f"{b / 2**20:.2f} MiB"))
         for tag, r in self.user_passes:

@@ -169,7 +169,8 @@ def prepare_case(spec, batch, dtype_name, device, configs, args):
                 if cfg.name.startswith("fxcpp"):
                     from fxcpp.explain import Report
 
-                    rec["kernel_counts"] = Report(graphs).kernel_counts
+                    report = Report(graphs)
+                    rec["kernel_counts"], rec["ran_counts"] = report.kernel_counts, report.ran_counts
                 torch._dynamo.reset()  # warm: Dynamo starts over, on-disk caches stay
                 fn = cfg.compile(cfgs.target(cfg, spec, warm_own))
                 out, rec["compile_s_warm"] = first_call(cfg, fn, inputs, device)

@@ -98,8 +98,10 @@ def markdown(results: dict) -> str:
               + "settled RSS MB (×eager) | " + ("peak CUDA MB (×eager) | " if gpu else "") + "fxcpp kernels |",
               "|---|---|---|---|---|---|---|---|" + ("---|" if gpu else "") + "---|"]
     for r in sorted(recs, key=lambda r: (_case(r), configs.index(r["config"]) if r["config"] in configs else 0)):
-        kc = r.get("kernel_counts")
+        kc, ran = r.get("kernel_counts"), r.get("ran_counts")
         kc = ", ".join(f"{k}={v}" for k, v in kc.items() if v) if kc else ""
+        if ran and ran != r.get("kernel_counts"):  # nodes that kept eager's ATen ops (explain's ran_counts)
+            kc += " (ran: " + ", ".join(f"{k}={v}" for k, v in ran.items() if v) + ")"
         mem = f"{_fmt(r.get('peak_rss_mb'), '.0f')} ({_fmt(r.get('peak_rss_ratio'))}" if r.get("peak_rss_mb") else ""
         if mem:
             mem += f", {_fmt(r.get('peak_rss_over_aot_eager'))})" if floor else ")"

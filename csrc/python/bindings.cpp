@@ -530,6 +530,13 @@ PYBIND11_MODULE(_C, m) {
         for (const auto& s : e.steps()) out.push_back(s.kernel->describe());
         return out;
       })
+      // What each step's kernel ran at the calls so far (explain's `kernel` column): its kind,
+      // "aten" where it kept eager's ATen ops, or "<kind>+aten" (Kernel::ran).
+      .def("step_ran", [](const Executable& e) {
+        std::vector<std::string> out;
+        for (const auto& s : e.steps()) out.push_back(s.kernel->ran());
+        return out;
+      })
       // Options.freeze (backend/freeze.py), before the first call: the input positions that may
       // be released; then the plan takes those tensors over and lets go of each during that call.
       .def("freeze_candidates", [](const Executable& e, py::sequence inputs) { return e.freeze_candidates(to_ivalues(inputs)); })

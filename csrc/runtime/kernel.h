@@ -26,6 +26,10 @@ class Kernel {
   // Which implementation ran and why, for explain() (e.g. "onednn brg:avx512_core, weight
   // packed once"); empty when the kind says it all. Safe to call while run() runs elsewhere.
   virtual std::string describe() const { return ""; }
+  // What ran at the calls so far, for explain()'s kernel column: kind(), or "aten" where the
+  // kernel kept eager's ATen ops instead (measured faster, a refused primitive), or
+  // "<kind>+aten" where it ran both (another shape, a non-finite input). kind() before a call.
+  virtual std::string ran() const { return kind(); }
   // Options.freeze (executor_freeze.cpp). may_freeze_arg: before any call, whether arg `pos` is
   // one the kernel could run without once it has packed it (by what the node is).
   // can_freeze_arg: whether every call so far ran from a copy of arg `pos` the kernel holds (a

@@ -34,6 +34,10 @@ def test_records_have_every_field_and_outputs_are_written(tmp_path):
     fx = next(r for r in results["records"] if r["config"] == "fxcpp")
     ran = "onednn" if _C.has_onednn() else "aten"  # the Linears: oneDNN unless built without it
     assert fx["kernel_counts"][ran] > 0 and fx["kernel_counts"]["interpreter"] == 0
+    # What ran (explain's ran_counts): every node counted once at least, a oneDNN node that kept
+    # eager's ops under aten; the table's kernels cell says so only where they differ.
+    assert set(fx["ran_counts"]) == set(fx["kernel_counts"])
+    assert sum(fx["ran_counts"].values()) >= sum(fx["kernel_counts"].values())
     for key in ("cpu_model", "threads", "torch_version", "git_commit", "command", "date"):
         assert key in results["meta"]
     assert "--tiny" in results["meta"]["command"]
@@ -130,6 +134,21 @@ def test_fxcpp_over_best_peer_is_reported_per_case():
     # openvino was faster but wrong: it never counts; the best correct peer is onnxruntime.
     assert summ["fxcpp_vs_best_peer"]["m/1/fp32"] == {"fxcpp_over_best_peer": 0.5, "best_peer": "onnxruntime"}
 
+
+
+def test_the_kernels_cell_says_what_ran_where_it_differs_from_what_was_compiled():
+    from benchmarks import report
+
+    kc = {"onednn": 4, "cpu_fused": 1, "cuda": 0, "aten": 0, "interpreter": 0}
+    kept = {"onednn": 0, "cpu_fused": 1, "cuda": 0, "aten": 4, "interpreter": 0}
+    recs = [{"model": "m", "batch": b, "dtype": "fp32", "config": "fxcpp", "status": "ok", "latency_ms_median": 1.0,
+             "speedup": 1.0, "kernel_counts": kc, "ran_counts": ran} for b, ran in ((1, kc), (8, kept))]
+    results = {"records": recs, "meta": {"cpu_model": "cpu", "threads": 2, "torch_version": "t", "git_commit": "c",
+                                         "command": "c"}, "summary": report.summarize(recs, ["fxcpp"])}
+    rows = {line.split(" | ")[1]: line for line in report.markdown(results).splitlines() if line.startswith("| m | ")
+            and "onednn=4" in line}
+    assert rows["1"].endswith("| onednn=4, cpu_fused=1 |"), rows["1"]
+    assert rows["8"].endswith("| onednn=4, cpu_fused=1 (ran: cpu_fused=1, aten=4) |"), rows["8"]
 
 
 def test_each_sample_follows_untimed_calls_of_its_own_configuration():

@@ -1,8 +1,10 @@
 """explain(): the Report's kernel counts, its per-node table, and mixed C++/Interpreter graphs."""
+import pytest
 import torch
 
 import fxcpp
 from fxcpp import _C
+from fxcpp.explain import Report, recording
 from helpers import assert_same, compile_fxcpp
 
 
@@ -92,3 +94,52 @@ def test_graph_breaks_give_one_graph_each():
     report = fxcpp.explain(f, torch.randn(3))
     assert len({r.graph for r in report.rows}) == 2
     assert report.kernel_counts["aten"] == 2
+
+
+def _two_linears():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 32)).eval()
+
+
+@pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
+def test_the_kernel_column_says_when_a_onednn_node_ran_atens_ops(monkeypatch):
+    """A oneDNN node that kept eager's ATen ops (here forced; by default where they measured
+    faster) is still a oneDNN node in kernel_counts (the fusion fired), but its row and
+    ran_counts say what ran; where everything ran as compiled the two counts agree."""
+    model, x = _two_linears(), torch.randn(8, 64)
+    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "aten")
+    with torch.no_grad():
+        report = fxcpp.explain(model, x)
+    fused = [r for r in report.rows if r.kernel == "onednn"]
+    assert len(fused) == 5 and all(r.ran == "aten" for r in fused), report  # t, addmm, relu, t, addmm
+    assert report.ran_counts["onednn"] == 0 and report.ran_counts["aten"] == report.kernel_counts["aten"] + 5
+    text = str(report)
+    assert "onednn, ran aten" in text and "ran: onednn=0, cpu_fused=0, cuda=0, aten=5, interpreter=0" in text, text
+    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")
+    torch._dynamo.reset()
+    with torch.no_grad():
+        report = fxcpp.explain(model, x)
+    assert all(r.ran == r.kernel for r in report.rows), report
+    assert report.ran_counts == report.kernel_counts and "\nran: " not in str(report)
+
+
+@pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
+def test_a_node_that_ran_both_paths_says_both(monkeypatch):
+    """The attention matmuls hand a call whose softmax is not finite to ATen's kernel and take
+    the next finite call back: the row says onednn+aten and counts under both."""
+    monkeypatch.setenv("FXCPP_ATTENTION", "matmuls")
+    op = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+    compiled = torch.compile(lambda q, k, v: op(q, k, v, 0.0, False)[0], backend="fxcpp")
+    q, k, v = (torch.randn(1, 2, 6, 8, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    bad = q.clone()
+    bad[0, 0, 0, 0] = float("nan")
+    graphs: list = []
+    with torch.no_grad(), recording(graphs):
+        compiled(q, k, v)
+        compiled(bad, k, v)
+        compiled(q, k, v)
+    (row,) = [r for r in Report(graphs).rows if r.op == "aten::_scaled_dot_product_flash_attention_for_cpu"]
+    assert row.kernel == "onednn" and row.ran == "onednn+aten", (row.ran, row.impl)
+    assert "not finite" in row.impl
+    report = Report(graphs)
+    assert report.ran_counts["onednn"] == 1 and report.ran_counts["aten"] == report.kernel_counts["aten"] + 1

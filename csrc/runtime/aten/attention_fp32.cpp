@@ -67,6 +67,7 @@ class AttentionInFp32 final : public Kernel {
   }
   // The fp32 kernel's kind: it may run oneDNN's matmuls or ATen's flash kernel; explain() says which.
   const char* kind() const override { return fp32_ ? fp32_->kind() : "aten"; }
+  std::string ran() const override { return fp32_ ? fp32_->ran() : "aten"; }
   void set_outputs_read(const std::vector<bool>& read) override {
     if (fp32_) fp32_->set_outputs_read(read);
   }

@@ -107,6 +107,7 @@ class AttentionAsMatmuls final : public Kernel {
   const char* kind() const override { return "onednn"; }
   void set_outputs_read(const std::vector<bool>& read) override { lse_read_ = read.size() > 1 && read[1]; }
   std::string describe() const override { return notes_.joined(); }
+  std::string ran() const override { return notes_.ran(kind()); }
 
  private:
   struct Outputs {

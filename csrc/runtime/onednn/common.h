@@ -152,6 +152,14 @@ class Notes {
     for (const auto& n : notes_) out += (out.empty() ? "" : " | ") + n;
     return out;
   }
+  // Kernel::ran() from the notes: a line saying "aten..." is a call that ran eager's ATen ops
+  // (every such note starts so), any other line a call that ran the kernel's own path.
+  std::string ran(const std::string& own) const {
+    std::lock_guard<std::mutex> lk(mu_);
+    bool mine = false, aten = false;
+    for (const auto& n : notes_) (n.rfind("aten", 0) == 0 ? aten : mine) = true;
+    return aten && !mine ? "aten" : aten ? own + "+aten" : own;
+  }
 
  private:
   mutable std::mutex mu_;

@@ -89,6 +89,7 @@ class FusedKernel : public Kernel {
 
   // What ran, one line per distinct choice made so far: "onednn <impl>, weight ..." or "aten: <why>".
   std::string describe() const override { return notes_.joined(); }
+  std::string ran() const override { return notes_.ran(kind()); }
 
   bool may_freeze_arg(int pos) const override {
     const bool source = pos == 1 || pos == 2 || (f_.bn_arg >= 0 && pos >= f_.bn_arg && pos < f_.bn_arg + 4);
