@@ -364,3 +364,34 @@ def test_rmsnorm_scales_by_row_and_weight_in_one_instruction():
     (node,) = g.cpu_fused_nodes()
     assert "mulmul" in node["program"] and " mul " not in node["program"], node["program"]
     torch.testing.assert_close(res[0], fn(x, w), rtol=1e-6, atol=1e-6)
+
+
+def two_groups_around_an_outside_op(t, s, g, u, u2):
+    m3 = t * s
+    m4 = t * g  # a second group: m4, -m4
+    sb = m3 * m3
+    ng = -m4
+    o = torch.cumsum(m4, 0)  # no fused op: read from m4's group
+    ad = o + 1.0
+    m5 = sb * u
+    m6 = sb * u2
+    a2 = ad + m6  # ad's group merges with m3's
+    a3 = ng + m5  # m5's group now reads o: a3 may not join m4's group (that would be a cycle)
+    return a2, a3
+
+
+def test_a_node_joins_no_group_another_group_it_reads_is_computed_from():
+    """A value of a fused group depends on everything that group reads: joining a3 to the group
+    of -m4 made that group wait for m5's group, which waits for the cumsum, which waits for -m4's
+    group (the backward of an attention whose output feeds a gate, fuzzer --train seed 180563:
+    the whole graph ran in the Interpreter, "the graph has a cycle")."""
+    xs = [torch.randn(8, 8, generator=torch.Generator().manual_seed(i)) for i in range(5)]
+    report, res, ref, _ = explain_and_run(two_groups_around_an_outside_op, xs)
+    assert not report.fallbacks, report.fallbacks
+    group = {r.node: r.group for r in report.rows if r.kernel == "cpu_fused"}
+    assert report.kernel_counts == {"onednn": 0, "cpu_fused": 9, "cuda": 0, "aten": 1, "interpreter": 0}, report
+    # m4 and -m4 in one group; a3 (add_2) joined the other, which reads -m4 and nothing of its own
+    assert {n for n, g in group.items() if g == group["neg"]} == {"mul_1", "neg"}, report
+    assert group["add_2"] == group["add_1"] == group["mul"], report
+    for r, c in zip(ref, res):
+        assert_same(r, c)

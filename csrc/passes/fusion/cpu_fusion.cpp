@@ -14,7 +14,10 @@
 //    permuted so that they come last, Program::perm);
 //  - a per-row value without keepdim meets a full-size one only where the reduced dims lead
 //    (x - x.mean(0)); elsewhere right-aligned broadcasting would pair the wrong dims;
-//  - none of its other inputs is computed from the group (that would be a cycle);
+//  - none of its other inputs is computed from the group (that would be a cycle), counting a
+//    value of another group as computed from everything that group reads: a fused node runs
+//    whole, after all its inputs (x*y and -x*y in one group, an op outside reading x*y, its
+//    result in a second group with z*w: z*w + -x*y may not join the first group);
 //  - no op with side effects lies between (groups close there: nothing moves past one).
 // When a node reads from several groups, they merge first (same domain, no outside node on a
 // path between them), so a node joining two branches (x.clamp(...) - x.clamp_min(0)) fuses both.
@@ -199,6 +202,7 @@ class Fuser {
     ga.members.insert(ga.members.end(), gb.members.begin(), gb.members.end());
     std::sort(ga.members.begin(), ga.members.end(), [&](Node* x, Node* y) { return order_.at(x) < order_.at(y); });
     ga.role.insert(gb.role.begin(), gb.role.end());
+    group_up_[a].insert(group_up_[b].begin(), group_up_[b].end());
     if (ga.row_dims == 0) ga.row_dims = gb.row_dims, ga.reduced = gb.reduced;
     ga.work += gb.work;
     ga.reduces |= gb.reduces;
@@ -223,12 +227,35 @@ class Fuser {
     }
   }
 
+  // Whether v is computed from `group`: through the groups v reads, and what each of those reads
+  // (group_up_), since a fused node computes every output after all of its inputs.
   bool depends_on(const Value* v, int group) const {
     auto it = upstream_.find(v);
     if (it == upstream_.end()) return false;
-    for (int g : it->second)
-      if (find(g) == find(group)) return true;
+    const int target = find(group);
+    std::vector<int> todo;
+    for (int g : it->second) todo.push_back(find(g));
+    std::set<int> seen;
+    while (!todo.empty()) {
+      const int g = todo.back();
+      todo.pop_back();
+      if (g == target) return true;
+      if (!seen.insert(g).second) continue;
+      for (int u : group_up_[g])
+        if (find(u) != g) todo.push_back(find(u));  // a group it merged with since is itself
+    }
     return false;
+  }
+
+  // The groups n's inputs from outside group `id` are computed from (n has just joined it).
+  void note_inputs(int id, const Node& n) {
+    const Group& grp = groups_[id];
+    for (const Arg& a : n.args)
+      for_each_value(a, [&](Value* v) {
+        if (grp.role.count(v)) return;
+        auto it = upstream_.find(v);
+        if (it != upstream_.end()) group_up_[id].insert(it->second.begin(), it->second.end());
+      });
   }
 
   int index_of(const Group& grp) const { return static_cast<int>(&grp - groups_.data()); }
@@ -276,6 +303,7 @@ class Fuser {
       grp.reduces = true;
     }
     add(grp, n, op, out_roles);
+    note_inputs(id, n);
     return true;
   }
 
@@ -328,6 +356,8 @@ class Fuser {
     }
     groups_.push_back(std::move(grp));
     parent_.push_back(static_cast<int>(parent_.size()));
+    group_up_.emplace_back();
+    note_inputs(static_cast<int>(groups_.size()) - 1, n);
     return static_cast<int>(groups_.size()) - 1;
   }
 
@@ -503,6 +533,9 @@ class Fuser {
   std::unordered_map<const Value*, int> producer_group_;  // by id at the time; find() for the merged one
   std::unordered_map<const Value*, std::set<int>> upstream_;
   std::vector<int> parent_;  // union-find over merged groups
+  // Per group (by id; a merged group's under its root): the groups its members' inputs from
+  // outside it are computed from (upstream_ of each), for depends_on's group-level test.
+  std::vector<std::set<int>> group_up_;
   std::unordered_map<const Node*, int> order_;
 };
 
