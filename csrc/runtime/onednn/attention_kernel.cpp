@@ -44,6 +44,7 @@
 #include "runtime/cpu/isa.h"
 #include "runtime/host.h"
 #include "runtime/kernel.h"
+#include "runtime/onednn/call_args.h"
 #include "runtime/onednn/common.h"
 #include "runtime/shared_choices.h"
 
@@ -63,6 +64,8 @@ enum Choice : int { kUndecided = -1, kMatmuls = 0, kFlash = 1 };
 struct Entry {
   dnnl::matmul::primitive_desc pd1, pd2;  // Q K^T -> S (fp32); P V -> O
   dnnl::matmul p1, p2;
+  CallDescs d1, d2;                      // pd1's and pd2's, queried once (call_args.h)
+  mutable ArgMemories mem1, mem2;        // their calls' memory objects, kept
   std::vector<int64_t> out_strides;
   bool acc_in_output = false;  // fp32, contiguous: P V is written into the output and scaled there
   std::atomic<int> choice{kUndecided};
@@ -183,6 +186,8 @@ class AttentionAsMatmuls final : public Kernel {
     e->acc_in_output = q.scalar_type() == at::kFloat && e->out_strides == std::vector<int64_t>{H * L * E, L * E, E, 1};
     e->p1 = dnnl::matmul(e->pd1);
     e->p2 = dnnl::matmul(e->pd2);
+    e->d1 = CallDescs(e->pd1);
+    e->d2 = CallDescs(e->pd2);
     build_us_.store(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     stats().primitives += 2;
     e->impl = std::string(e->pd1.impl_info_str()) + " + softmax rows " + cpu::isa_name() + " + " + e->pd2.impl_info_str();
@@ -209,10 +214,11 @@ class AttentionAsMatmuls final : public Kernel {
     // Scores and probabilities from the buffer pool: a few MB each, faulted in once per process.
     at::Tensor scores = pooled_empty({B, H, L, S}, at::kFloat);
     at::Tensor probs = dt == at::kFloat ? scores : pooled_empty({B, H, L, S}, dt);
-    std::unordered_map<int, memory> a1 = {{DNNL_ARG_SRC, as_memory(q, e.pd1.src_desc())},
-                                          {DNNL_ARG_WEIGHTS, as_memory(k, e.pd1.weights_desc())},
-                                          {DNNL_ARG_DST, as_dst_memory(scores, e.pd1.dst_desc())}};
-    execute(e.p1, e.pd1, a1);
+    CallArgs a1;
+    a1.add(DNNL_ARG_SRC, e.d1.src, q.const_data_ptr());
+    a1.add(DNNL_ARG_WEIGHTS, e.d1.weights, k.const_data_ptr());
+    a1.add(DNNL_ARG_DST, e.d1.dst, scores.mutable_data_ptr());
+    execute(e.p1, e.d1, e.mem1, a1);
 
     // logsumexp as ATen lays it out: [B, L, H] transposed to [B, H, L].
     at::Tensor lse = at::empty({B, L, H}, q.options().dtype(at::kFloat)).transpose(1, 2);
@@ -241,10 +247,11 @@ class AttentionAsMatmuls final : public Kernel {
 
     at::Tensor o = pooled_empty_strided(q.sizes(), e.out_strides, dt);
     at::Tensor acc = e.acc_in_output ? o : pooled_empty(q.sizes(), at::kFloat);
-    std::unordered_map<int, memory> a2 = {{DNNL_ARG_SRC, as_memory(probs, e.pd2.src_desc())},
-                                          {DNNL_ARG_WEIGHTS, as_memory(v, e.pd2.weights_desc())},
-                                          {DNNL_ARG_DST, as_dst_memory(acc, e.pd2.dst_desc())}};
-    execute(e.p2, e.pd2, a2);
+    CallArgs a2;
+    a2.add(DNNL_ARG_SRC, e.d2.src, probs.const_data_ptr());
+    a2.add(DNNL_ARG_WEIGHTS, e.d2.weights, v.const_data_ptr());
+    a2.add(DNNL_ARG_DST, e.d2.dst, acc.mutable_data_ptr());
+    execute(e.p2, e.d2, e.mem2, a2);
     cpu::AttentionScaleArgs sa;
     sa.acc = acc.const_data_ptr<float>();
     sa.inv_sum = inv_sum.const_data_ptr<float>();
