@@ -1,7 +1,7 @@
 """A/B: the attention matmuls' per-call glue (old execute vs call_args.h), FXCPP_ATTENTION=matmuls.
-python attn_ab.py BEFORE_DIR AFTER_DIR ROUNDS (each dir holds an fxcpp install)."""
+python ab.py BEFORE_DIR AFTER_DIR ROUNDS (each dir holds an fxcpp install; README.md)."""
 import json, os, sys
-sys.path.insert(0, "/work/main")
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")))  # the repo
 if sys.argv[1] == "--child":
     os.environ["FXCPP_ATTENTION"] = "matmuls"
     import torch, torch.nn.functional as F
