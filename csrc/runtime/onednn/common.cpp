@@ -290,14 +290,6 @@ void* thread_scratchpad(const memory::desc& d) {
   return scratch.mutable_data_ptr();
 }
 
-void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std::unordered_map<int, memory>& args) {
-  const memory::desc scratch = pd.scratchpad_desc();
-  if (scratch.get_size() > 0) args[DNNL_ARG_SCRATCHPAD] = memory(scratch, cpu_engine(), thread_scratchpad(scratch));
-  dnnl::stream& s = thread_stream();
-  p.execute(s, args);
-  s.wait();
-}
-
 std::pair<at::Tensor, at::Tensor> fold_batchnorm(const at::Tensor& w, const at::Tensor& b, const at::Tensor& gamma,
                                                  const at::Tensor& beta, const at::Tensor& mean, const at::Tensor& var,
                                                  double eps, int64_t oc_dim) {

@@ -109,12 +109,9 @@ void reorder_into(const at::Tensor& src, const memory::desc& user, const at::Ten
 memory reorder_to_thread_buffer(const at::Tensor& src, const memory::desc& user, const memory::desc& target);
 
 // This thread's scratchpad for a primitive's desc, grown as needed: no allocation (and no page
-// faults) per call, and no sharing between threads running the same primitive. One per thread
-// for both execute()s (here and call_args.h).
+// faults) per call, and no sharing between threads running the same primitive (call_args.h's
+// execute()).
 void* thread_scratchpad(const memory::desc& d);
-// Executes with a per-thread scratchpad (primitives are shared across threads; oneDNN's
-// library-owned scratchpad is not safe for concurrent runs of one primitive).
-void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std::unordered_map<int, memory>& args);
 
 // Counters for tests and explain(): weights packed, primitives built (process-wide), and the
 // packs that are their weight itself (a layout oneDNN's gemm reads as it lies: no copy).
