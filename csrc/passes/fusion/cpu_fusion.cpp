@@ -212,13 +212,16 @@ class Fuser {
     parent_[b] = a;
   }
 
-  // Groups every value depends on (for the cycle test), and which group produced it.
+  // Groups every value depends on (for the cycle test), and which group produced it; and, for
+  // the group n joined, what its inputs from outside that group are computed from (group_up_).
   void note_upstream(Node* n, int group) {
     std::set<int> up;
     for (const Arg& a : n->args)
       for_each_value(a, [&](Value* v) {
         auto it = upstream_.find(v);
-        if (it != upstream_.end()) up.insert(it->second.begin(), it->second.end());
+        if (it == upstream_.end()) return;
+        up.insert(it->second.begin(), it->second.end());
+        if (group >= 0 && !groups_[group].role.count(v)) group_up_[group].insert(it->second.begin(), it->second.end());
       });
     if (group >= 0) up.insert(group);
     for (Value* v : n->outputs) {
@@ -245,17 +248,6 @@ class Fuser {
         if (find(u) != g) todo.push_back(find(u));  // a group it merged with since is itself
     }
     return false;
-  }
-
-  // The groups n's inputs from outside group `id` are computed from (n has just joined it).
-  void note_inputs(int id, const Node& n) {
-    const Group& grp = groups_[id];
-    for (const Arg& a : n.args)
-      for_each_value(a, [&](Value* v) {
-        if (grp.role.count(v)) return;
-        auto it = upstream_.find(v);
-        if (it != upstream_.end()) group_up_[id].insert(it->second.begin(), it->second.end());
-      });
   }
 
   int index_of(const Group& grp) const { return static_cast<int>(&grp - groups_.data()); }
@@ -303,7 +295,6 @@ class Fuser {
       grp.reduces = true;
     }
     add(grp, n, op, out_roles);
-    note_inputs(id, n);
     return true;
   }
 
@@ -356,8 +347,7 @@ class Fuser {
     }
     groups_.push_back(std::move(grp));
     parent_.push_back(static_cast<int>(parent_.size()));
-    group_up_.emplace_back();
-    note_inputs(static_cast<int>(groups_.size()) - 1, n);
+    group_up_.emplace_back();  // filled by note_upstream
     return static_cast<int>(groups_.size()) - 1;
   }
 
