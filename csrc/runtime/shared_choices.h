@@ -3,7 +3,9 @@
 // twelve identical layers made twelve identical measurements of each GEMM, most of a fresh
 // process's first call (ViT-B/16 at batch 8: 86 measured nodes, ~6 s). The first node to
 // measure a computation on a call signature records it here, and every node computing the same
-// thing on the same signature takes that choice instead of timing again.
+// thing on the same signature takes that choice instead of timing again. A choice a node took
+// from the choice cache is shared the same way: the siblings an earlier process did not record
+// (a cache file written before they existed, or cut short) take it rather than time again.
 //
 // A key names everything the two timed paths depend on (what the node computes without node
 // names, the signature's sizes, strides and dtypes, the primitive's implementation and weight
@@ -25,7 +27,8 @@ class SharedChoices {
  public:
   struct Made {
     ChoiceCache::Measured measured;
-    std::string node;  // the node that timed it
+    std::string node;  // the node that timed it, or took it from the choice cache
+    bool from_cache = false;  // an earlier process timed it (the choice cache): said in the notes
   };
 
   std::optional<Made> find(const std::string& key) const {

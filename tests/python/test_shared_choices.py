@@ -139,6 +139,40 @@ def test_the_choice_cache_holds_every_node_and_a_warm_compile_takes_them(tmp_pat
     assert all("choice cache" in r.impl for r in again), [r.impl for r in again]
 
 
+@pytest.mark.parametrize("choice", [0, 1], ids=["onednn", "aten"])
+def test_a_choice_taken_from_the_cache_is_shared_with_siblings_it_does_not_name(tmp_path, choice):
+    """A cache file that names only the GELU layer that measured (cut short, or written before
+    its siblings existed) and says `choice` (1: eager's ATen ops) for it: that node takes the
+    cached choice and its three siblings take it from that node, timing nothing. With ATen, each
+    runs eager's ops (`ran` says so) and keeps no packed weight; the values are eager's."""
+    torch.manual_seed(0)
+    model, x = Layers().eval(), torch.randn(32, 64)
+    cold, rows = _rows(model, x, cache=True, cache_dir=str(tmp_path))
+    (first,) = [r.node for r in rows if MEASURED.search(r.impl) and r is not rows[-1]]
+    (path,) = glob.glob(os.path.join(str(tmp_path), "choices", "*.txt"))
+    header, *lines = open(path).read().splitlines()
+    kept = [line for line in lines if line.split()[1] == first]
+    assert len(kept) == 1, (first, lines)
+    with open(path, "w") as f:
+        f.write("\n".join([header, f"{choice} " + kept[0].split(" ", 1)[1]]) + "\n")
+    packs = _C.onednn_stats()["packs"]
+    report, rows = _rows(model, x, cache=True, cache_dir=str(tmp_path))
+    # A weight is packed only for a node that runs oneDNN's path (the ReLU layer's measurement runs it).
+    assert _C.onednn_stats()["packs"] - packs == (1 if choice == 1 else 5), _C.onednn_stats()["packs"] - packs
+    by_node = {r.node: r for r in rows}
+    assert "choice cache" in by_node[first].impl and not MEASURED.search(by_node[first].impl), by_node[first].impl
+    took = "as" if choice == 0 else "when"
+    siblings = [r for r in rows[:-1] if r.node != first]
+    assert len(siblings) == 3, [r.impl for r in rows]
+    for r in siblings:
+        assert re.search(rf"{took} node '{first}' measured \(\d+ us against eager's \d+ us; the same computation and "
+                         r"signature; it took them from the choice cache", r.impl), r.impl
+        assert r.impl.startswith("aten: eager's ops were faster") == (choice == 1), r.impl
+        assert r.ran == ("aten" if choice == 1 else "onednn"), (r.node, r.ran)
+    assert MEASURED.search(rows[-1].impl), rows[-1].impl  # the ReLU layer, another computation, timed its own
+    _check_values(model, x)
+
+
 class Blocks(nn.Module):
     """Two identical attention blocks (projections, SDPA with a float mask)."""
 

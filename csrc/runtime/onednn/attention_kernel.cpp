@@ -284,6 +284,7 @@ class AttentionAsMatmuls final : public Kernel {
       c = e.earlier.choice;
       if (e.choice.exchange(c) == kUndecided) {
         learn(c, e.earlier.ours_us, e.earlier.theirs_us, work(q, k));
+        if (shared_choices_) shared_choices_->add(shared_key(e), {e.earlier, name_, true});
         const std::string how = "when an earlier process measured (" + measured_text(e.earlier, q, k) + "; choice cache)";
         note(c == kMatmuls ? "onednn " + e.impl + "; faster " + how : "aten: its flash attention was faster " + how);
       }
@@ -298,7 +299,8 @@ class AttentionAsMatmuls final : public Kernel {
         learn(c, sibling->measured.ours_us, sibling->measured.theirs_us, work(q, k));
         if (choice_cache_) choice_cache_->record(name_, e.key, sibling->measured);
         const std::string how = "when node '" + sibling->node + "' measured (" + measured_text(sibling->measured, q, k) +
-                                "; the same signature)";
+                                (sibling->from_cache ? "; the same signature; it took them from the choice cache)"
+                                                     : "; the same signature)");
         note(c == kMatmuls ? "onednn " + e.impl + "; faster " + how : "aten: its flash attention was faster " + how);
       }
       return c == kMatmuls ? or_flash(mine(), stack) : flash(stack);

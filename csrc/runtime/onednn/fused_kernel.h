@@ -257,6 +257,7 @@ class FusedKernel : public Kernel {
     if (c == kUndecided && choice_cache_ && (c = (earlier = choice_cache_->lookup_measured(name_, e.key)).choice) != kUndecided) {
       last_choice_.store(c);
       ++measured_;
+      if (shared_choices_) shared_choices_->add(shared_key(e), {earlier, name_, true});
     }
     // A node of this partition computing the same thing measured this signature: take its choice.
     std::optional<SharedChoices::Made> sibling;
@@ -271,7 +272,9 @@ class FusedKernel : public Kernel {
         if (earlier.choice != kUndecided)
           note_taken(c, e, "an earlier process", earlier, "choice cache");
         else if (sibling)
-          note_taken(c, e, "node '" + sibling->node + "'", sibling->measured, "the same computation and signature");
+          note_taken(c, e, "node '" + sibling->node + "'", sibling->measured,
+                     sibling->from_cache ? "the same computation and signature; it took them from the choice cache"
+                                         : "the same computation and signature");
         else
           note(c == kOnednn ? e.impl_note
                             : forced_ == kAten ? "aten: FXCPP_KERNEL_CHOICE=aten" : "aten: as measured for an earlier shape");
