@@ -340,6 +340,7 @@ PYBIND11_MODULE(_C, m) {
     d["primitives"] = fxcpp::onednn::stats().primitives.load();
     d["packs_in_place"] = fxcpp::onednn::stats().packs_in_place.load();
     d["arg_memories"] = fxcpp::onednn::stats().arg_memories.load();
+    d["input_reorders"] = fxcpp::onednn::stats().input_reorders.load();
 #endif
     return d;
   });

@@ -118,6 +118,7 @@ void* thread_scratchpad(const memory::desc& d);
 struct Stats {
   std::atomic<int64_t> packs{0}, primitives{0}, packs_in_place{0};
   std::atomic<int64_t> arg_memories{0};  // memory objects call_args.cpp made (kept for later calls)
+  std::atomic<int64_t> input_reorders{0};  // convolution calls whose input oneDNN reordered first
 };
 Stats& stats();
 

@@ -63,6 +63,8 @@ struct ConvEntry {
   std::atomic<int> choice{kUndecided};  // oneDNN or ATen, decided at the signature's first call
   memory::desc src_plain;
   std::optional<dnnl::reorder> src_reorder;  // input layout → the primitive's, when they differ
+  CallDescs src_reorder_descs;                // its descs, and its calls' memory objects, kept
+  ArgMemories src_reorder_memories;           // (call_args.h), as the primitive's own
   std::vector<BinaryArg> binary;
   CallDescs descs;            // pd's, queried once (call_args.h)
   ArgMemories arg_memories;   // its calls' memory objects, kept
@@ -175,11 +177,11 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
       at::Tensor src_buf;
       if (r->src_reorder) {  // built once per signature, like the primitive
         src_buf = alloc_for(r->descs.src);
-        memory to(r->descs.src, cpu_engine(), src_buf.mutable_data_ptr());
-        dnnl::stream& s = thread_stream();
-        memory from = as_memory(x, r->src_plain);
-        r->src_reorder->execute(s, from, to);
-        s.wait();
+        CallArgs reorder_args;
+        reorder_args.add(DNNL_ARG_FROM, r->src_plain, x.const_data_ptr());
+        reorder_args.add(DNNL_ARG_TO, r->descs.src, src_buf.mutable_data_ptr());
+        execute(*r->src_reorder, r->src_reorder_descs, r->src_reorder_memories, reorder_args);
+        ++stats().input_reorders;
         args.add(DNNL_ARG_SRC, r->descs.src, src_buf.const_data_ptr());
       } else {
         args.add(DNNL_ARG_SRC, r->src_plain, x.const_data_ptr());
@@ -303,7 +305,13 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     }
     e->binary = po.binary;
     e->descs = CallDescs(e->pd);
-    if (!(e->src_plain == e->descs.src)) e->src_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), e->src_plain, cpu_engine(), e->descs.src));
+    if (!(e->src_plain == e->descs.src)) {
+      dnnl::primitive_attr attr;  // a scratchpad per thread (call_args.h), as every primitive here
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::reorder::primitive_desc rpd(cpu_engine(), e->src_plain, cpu_engine(), e->descs.src, attr);
+      e->src_reorder = dnnl::reorder(rpd);
+      e->src_reorder_descs = CallDescs(rpd);
+    }
     return e;
   }
 };
