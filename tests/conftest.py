@@ -1,4 +1,6 @@
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
@@ -6,7 +8,10 @@ import pytest
 
 # The choice cache (backend/choice_cache.py) starts empty for each test session: a run never
 # takes first-call choices measured by an earlier one. Before fxcpp is imported.
+# Removed at exit: every test session (and each pytest a test starts in a subprocess) made one,
+# and they piled up in /tmp (120 after a day's runs).
 os.environ["FXCPP_CACHE_DIR"] = tempfile.mkdtemp(prefix="fxcpp-test-cache-")
+atexit.register(shutil.rmtree, os.environ["FXCPP_CACHE_DIR"], ignore_errors=True)
 
 # The streaming-store rule (cpu_fused) sees a 32 MiB last-level cache on every host, so that
 # the tests that size their calls to stream do so wherever they run (some hosts of this
