@@ -146,18 +146,21 @@ def _resized_inputs(p: Program, dtype, extra: int) -> list:
 
 
 def _check_train(p: Program) -> tuple[str, str]:
-    """Two training steps, compiled against eager: the outputs, then the gradients of a random
-    weighting of them with respect to every input and parameter (fp64 gradients as the
-    low-precision reference), then eager's SGD step, copied into the compiled model's
-    parameters in place (its graphs see the new values at the second step)."""
     cls, make_inputs = instantiate(p)
     dtype = TORCH_DTYPES[p.dtype]
     model = cls().to(dtype)
+    return train_steps(model, make_inputs(dtype), _tol(p.dtype))
+
+
+def train_steps(model, xs, tol) -> tuple[str, str]:
+    """Two training steps, compiled against eager: the outputs, then the gradients of a random
+    weighting of them with respect to every input and parameter (fp64 gradients as the
+    low-precision reference), then eager's SGD step, copied into the compiled model's
+    parameters in place (its graphs see the new values at the second step). A reproducer of a
+    --train failure runs it as it stands (write_repro)."""
     mine, model64 = copy.deepcopy(model), copy.deepcopy(model).double()
-    xs = make_inputs(dtype)
     torch._dynamo.reset()
     compiled = torch.compile(mine, backend="fxcpp")
-    tol = _tol(p.dtype)
     try:
         for step in range(2):
             try:
@@ -349,10 +352,30 @@ def _rename(text: str, old: str, new: str) -> str:
     return re.sub(rf"\b{old}\b", new, text)
 
 
+# The main of a --train reproducer (write_repro): the program's two training steps against eager.
+_TRAIN_REPRO = '''
+import copy  # noqa: E402
+import traceback  # noqa: E402
+
+
+{helpers}
+
+if __name__ == "__main__":{env}
+    import fxcpp  # noqa: F401
+    from fxcpp.verify import same_as_eager
+
+    dtype = {dtype}
+    model = Program().to(dtype)
+    status, detail = train_steps(model, make_inputs(dtype), {tol})
+    print(detail or "training steps: outputs and gradients match eager")
+    print("matches eager" if status == "ok" else "DIFFERS from eager" if status == "fail" else status)
+'''
+
+
 def write_repro(p: Program, detail: str, out_dir: str, train: bool = False, freeze: bool = False) -> str:
     """A standalone script of the program and the five calls of _check (the fuzzer's own
-    _eager and _change_weights, copied in by their source). A --train failure is rerun by the
-    fuzzer itself (the script says how)."""
+    _eager and _change_weights, copied in by their source); for a --train failure, the two
+    training steps of _check_train (train_steps and its helpers, copied in the same way)."""
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, f"repro_seed{p.seed}.py")
     resized = "".join(_resized(p, k).source().split("def make_inputs(dtype):")[1].join(
@@ -361,8 +384,7 @@ def write_repro(p: Program, detail: str, out_dir: str, train: bool = False, free
 
 # {p.describe()}
 # Found: {detail.splitlines()[0] if detail else ""}''' + (f"""
-# Found by --train: python tests/fuzz/fuzz.py --train --n 1 --seed {p.seed} --grammar {p.grammar} reruns its training
-# steps; this script runs the inference calls only.""" if train else "") + (f"""
+# Found by --train: this script runs its two training steps (as fuzz.py --train --n 1 --seed {p.seed} --grammar {p.grammar}).""" if train else "") + (f"""
 # Found by --freeze: python tests/fuzz/fuzz.py --freeze --n 1 --seed {p.seed} --grammar {p.grammar} reruns it
 # frozen; this script compiles without freeze=True.""" if freeze else "") + f'''
 import copy  # noqa: E402
@@ -405,6 +427,10 @@ if __name__ == "__main__":{{env}}
     env = "".join(f"\n    os.environ[{k!r}] = {os.environ[k]!r}  # as the fuzzer ran it" for k in ("FXCPP_ATTENTION",)
                   if k in os.environ)
     body = body.replace("{env}", "\n    import os" + env if env else "")
+    if train:
+        body = body.split("\nimport copy  # noqa: E402")[0] + _TRAIN_REPRO.format(
+            helpers="\n\n".join(inspect.getsource(f) for f in (train_steps, eager_step, _forward_backward)),
+            env="\n    import os" + env if env else "", dtype=DTYPES[p.dtype], tol=_tol(p.dtype))
     with open(path, "w") as f:
         f.write(body)
     return path

@@ -222,6 +222,25 @@ def test_a_repro_runs_under_the_environment_the_fuzzer_ran(monkeypatch, tmp_path
     assert "FXCPP_ATTENTION" not in open(fuzz.write_repro(p, "stand-in", str(tmp_path / "plain"))).read()
 
 
+def test_a_train_repro_runs_the_training_steps(tmp_path):
+    """A --train failure's reproducer runs _check_train's two training steps on its own (outputs
+    and every gradient against eager), and says when they differ: here they match; with a
+    stand-in bug (a backend adding 0.1 to every output) the same script reports it."""
+    p = next(q for q in (generate(s, 2) for s in range(100)) if q.dtype == "fp32" and "nn.Parameter" in q.source())
+    assert fuzz.check(p, train=True)[0] == "ok"
+    path = fuzz.write_repro(p, "stand-in", str(tmp_path), train=True)
+    text = open(path).read()
+    assert "def train_steps(" in text and "_change_weights" not in text, text
+    out = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "outputs and gradients match eager" in out.stdout, out.stdout + out.stderr[-2000:]
+    off = 'backend=lambda gm, ex: (lambda *a: [o + 0.1 if o.is_floating_point() else o for o in gm(*a)])'
+    with open(path, "w") as f:
+        f.write(text.replace('backend="fxcpp"', off))
+    out = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "training step 0: output 0 differs from eager" in out.stdout \
+        and "DIFFERS from eager" in out.stdout, out.stdout + out.stderr[-2000:]
+
+
 def test_a_layout_only_dynamo_traced_is_reported_apart():
     """Seed 905: a 1-channel channels-last input times a contiguous one, then a convolution.
     Eager's product is contiguous, the FakeTensor Dynamo traces is channels-last, so every
