@@ -212,3 +212,37 @@ def test_identical_attention_calls_measure_once(dtype):
         ref64 = model.double()(x.double(), mask.double())
         model.to(dtype)
         assert_same(model(x, mask), compiled(x, mask), fp64_ref=ref64)
+
+
+def test_an_attention_choice_taken_from_the_cache_is_shared_too(tmp_path):
+    """The attention kernel's counterpart of the test above: a file naming only the attention
+    node that measured, with the matmuls as its choice; the other takes that node's cached choice
+    and times nothing. (A cached ATen choice builds no primitives, so it names no implementation
+    a sibling could match: that sibling measures, as before.)"""
+    torch.manual_seed(0)
+    model = Blocks().eval()
+    x, mask = torch.randn(4, 32, 64), torch.randn(4, 1, 32, 32)
+
+    def attention_rows():
+        torch._dynamo.reset()
+        with torch.no_grad():
+            report = fxcpp.explain(model, x, mask, options={"cache_dir": str(tmp_path)})
+        return [r for r in report.rows if r.op == OP]
+
+    cold = attention_rows()
+    (first,) = [r.node for r in cold if re.search(r"measured \d+ us vs ATen's flash attention", r.impl)
+                and "when node" not in r.impl]
+    (path,) = glob.glob(os.path.join(str(tmp_path), "choices", "*.txt"))
+    header, *lines = open(path).read().splitlines()
+    other = {r.node for r in cold} - {first}
+    kept = [("0 " + line.split(" ", 1)[1]) if line.split()[1] == first else line
+            for line in lines if line.split()[1] not in other]
+    assert len(kept) == len(lines) - 1, (first, other, lines)
+    with open(path, "w") as f:
+        f.write("\n".join([header] + kept) + "\n")
+    warm = {r.node: r.impl for r in attention_rows()}
+    assert "an earlier process measured" in warm[first], warm
+    (sibling,) = other
+    assert warm[sibling].startswith("onednn "), warm
+    assert re.search(rf"when node '{first}' measured \(\d+ us vs ATen's flash attention \d+ us at 32 x 32; "
+                     r"the same signature; it took them from the choice cache\)", warm[sibling]), warm

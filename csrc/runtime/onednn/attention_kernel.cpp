@@ -284,7 +284,9 @@ class AttentionAsMatmuls final : public Kernel {
       c = e.earlier.choice;
       if (e.choice.exchange(c) == kUndecided) {
         learn(c, e.earlier.ours_us, e.earlier.theirs_us, work(q, k));
-        if (shared_choices_) shared_choices_->add(shared_key(e), {e.earlier, name_, true});
+        // Shared with the siblings the file does not name (shared_choices.h). Not an ATen choice:
+        // its entry builds no primitives, so its key (which names them) matches no sibling's.
+        if (shared_choices_ && !e.impl.empty()) shared_choices_->add(shared_key(e), {e.earlier, name_, true});
         const std::string how = "when an earlier process measured (" + measured_text(e.earlier, q, k) + "; choice cache)";
         note(c == kMatmuls ? "onednn " + e.impl + "; faster " + how : "aten: its flash attention was faster " + how);
       }
