@@ -147,7 +147,7 @@ def test_a_choice_taken_from_the_cache_is_shared_with_siblings_it_does_not_name(
     runs eager's ops (`ran` says so) and keeps no packed weight; the values are eager's."""
     torch.manual_seed(0)
     model, x = Layers().eval(), torch.randn(32, 64)
-    cold, rows = _rows(model, x, cache=True, cache_dir=str(tmp_path))
+    _, rows = _rows(model, x, cache=True, cache_dir=str(tmp_path))
     (first,) = [r.node for r in rows if MEASURED.search(r.impl) and r is not rows[-1]]
     (path,) = glob.glob(os.path.join(str(tmp_path), "choices", "*.txt"))
     header, *lines = open(path).read().splitlines()
@@ -156,7 +156,7 @@ def test_a_choice_taken_from_the_cache_is_shared_with_siblings_it_does_not_name(
     with open(path, "w") as f:
         f.write("\n".join([header, f"{choice} " + kept[0].split(" ", 1)[1]]) + "\n")
     packs = _C.onednn_stats()["packs"]
-    report, rows = _rows(model, x, cache=True, cache_dir=str(tmp_path))
+    _, rows = _rows(model, x, cache=True, cache_dir=str(tmp_path))
     # A weight is packed only for a node that runs oneDNN's path (the ReLU layer's measurement runs it).
     assert _C.onednn_stats()["packs"] - packs == (1 if choice == 1 else 5), _C.onednn_stats()["packs"] - packs
     by_node = {r.node: r for r in rows}
