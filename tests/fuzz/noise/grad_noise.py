@@ -7,6 +7,7 @@ eager's and fxcpp's gradient KEY after STEPS training steps, and how often each 
 """
 import copy
 import importlib
+import os
 import statistics as st
 import sys
 
@@ -14,12 +15,15 @@ import torch
 
 import fxcpp  # noqa: F401  (registers the backend)
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fuzz import TORCH_DTYPES  # noqa: E402
+
 repro_dir, seed, key, dt = sys.argv[1:5]
 n = int(sys.argv[5]) if len(sys.argv) > 5 else 30
 steps = int(sys.argv[6]) if len(sys.argv) > 6 else 1
 sys.path.insert(0, repro_dir)
 r = importlib.import_module(f"repro_seed{seed}")  # a --train reproducer (fuzz.write_repro)
-dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dt]
+dtype = TORCH_DTYPES[dt]
 shapes = [x.shape for x in r.make_inputs(torch.float32)]
 
 
