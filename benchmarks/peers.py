@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 
 import torch
 import torch.nn as nn
@@ -107,8 +108,24 @@ class OpenVino(_Peer):
         return run
 
 
+def _import_openvino_torch():
+    """`import openvino.torch` registers backend="openvino" and sets Dynamo's
+    inline_inbuilt_nn_modules to False for the whole process. On torch 2.11-2.12 Dynamo then
+    treats module parameters as constants in every later compile, fxcpp's and Inductor's
+    included (a replaced parameter goes unseen; fxcpp's direct call path and freeze=True turn
+    off): the harness would time them in a mode no user of theirs chose. The process keeps its
+    own value; OpenVINO's backend runs in Dynamo's default, as it does on torch 2.13, where
+    the setting does nothing."""
+    with warnings.catch_warnings():  # torch 2.13 deprecates the setting
+        warnings.simplefilter("ignore", FutureWarning)
+        before = torch._dynamo.config.inline_inbuilt_nn_modules
+        try:
+            import openvino.torch  # noqa: F401
+        finally:
+            torch._dynamo.config.inline_inbuilt_nn_modules = before
+
+
 def openvino_torch_compile(module: nn.Module):
     """OpenVINO's own torch.compile backend, with the same precision and threads."""
-    import openvino.torch  # noqa: F401 - registers backend="openvino"
-
+    _import_openvino_torch()
     return torch.compile(module, backend="openvino", options={"device": "CPU", "config": _ov_config(module)})
