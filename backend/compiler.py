@@ -14,6 +14,8 @@ import itertools
 import logging
 import warnings
 
+import torch
+import torch._dynamo
 import torch.fx as fx
 from torch._dynamo.backends.common import aot_autograd
 
@@ -141,9 +143,28 @@ def _compile_with_opaque(gm: fx.GraphModule, opts: Options, pass_records=()):
     return InterpretedGraph(parent, opts)
 
 
+PARAMETERS_AS_CONSTANTS = (
+    "fxcpp: torch._dynamo.config.inline_inbuilt_nn_modules is False (`import openvino.torch` sets it "
+    "on torch 2.11-2.12): Dynamo then takes module parameters for constants and does not guard their "
+    "identity, so a parameter replaced after compiling (module.weight = nn.Parameter(...)) is not seen "
+    "by this compiled code, fxcpp's or any backend's, until torch._dynamo.reset(); changes in place are "
+    "seen. fxcpp's direct call path and freeze=True are off in this mode. Set it back to True after the import.")
+
+
+def _warn_if_parameters_are_constants(gm: fx.GraphModule):
+    """Dynamo hands the backend a graph that holds the modules' parameters only when
+    inline_inbuilt_nn_modules is off (the default turned it on in torch 2.5; 2.13 ignores it)."""
+    with warnings.catch_warnings():  # torch 2.13 deprecates reading it
+        warnings.simplefilter("ignore", FutureWarning)
+        inline = getattr(torch._dynamo.config, "inline_inbuilt_nn_modules", True)
+    if inline is False and next(gm.parameters(), None) is not None:
+        warnings.warn(PARAMETERS_AS_CONSTANTS, stacklevel=3)
+
+
 def backend(gm: fx.GraphModule, example_inputs, *, mode=None, options=None):
     """The Dynamo backend: torch.compile(model, backend="fxcpp", options={...})."""
     opts = Options.parse(options)
+    _warn_if_parameters_are_constants(gm)
     if mode not in (None, "default"):
         log.info("fxcpp: mode=%r has no effect yet; compiling with the defaults", mode)
     saving = precompile.precompiling()  # torch's aot_compile asks for something it can save

@@ -1,6 +1,7 @@
 """Prepacked and folded weights stay fresh: in-place changes, load_state_dict, optimizer steps and
 replaced parameters reach the next call (identity and version counter); run() is thread-safe."""
 import copy
+import warnings
 
 import pytest
 import torch
@@ -96,6 +97,67 @@ def test_replaced_parameter_is_seen(name):
     first = model[0]
     first.weight = nn.Parameter(torch.randn_like(first.weight))
     _check(model, compiled, x)
+
+
+@pytest.fixture
+def parameters_as_constants(monkeypatch):
+    """Dynamo's inline_inbuilt_nn_modules off, as `import openvino.torch` leaves it (stored on
+    torch 2.13 too, where Dynamo ignores it)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        monkeypatch.setattr(torch._dynamo.config, "inline_inbuilt_nn_modules", False)
+        yield
+        monkeypatch.undo()
+
+
+def _constants_warnings(record):
+    return [w for w in record if "takes module parameters for constants" in str(w.message)]
+
+
+def test_a_graph_holding_parameters_with_inlining_off_is_warned_about(parameters_as_constants):
+    """With inlining off (torch <= 2.12) Dynamo hands over graphs that hold the modules'
+    parameters and guards no parameter's identity: a replaced one goes unseen by every backend
+    (aot_eager too, on torch 2.11). fxcpp cannot see the user's module from such a graph; it
+    says so at compile, and still computes right."""
+    model = linear_model()
+    gm = torch.fx.symbolic_trace(model)  # what Dynamo hands over in that mode: parameters inside
+    x = torch.randn(32, 16)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        fn = fxcpp.backend(gm, [x])
+        with torch.no_grad():
+            out = fn(x)
+            assert_same(model(x), out[0] if isinstance(out, (tuple, list)) else out)
+    assert len(_constants_warnings(record)) == 1, [str(w.message) for w in record]
+
+
+def test_inlining_off_warns_exactly_where_dynamo_hands_over_parameters(parameters_as_constants):
+    """Through torch.compile: on torch 2.11-2.12 the graph holds the parameters and the compile
+    warns; on torch 2.13, which inlines modules whatever the setting, it holds none and the
+    compile is silent. Either way a replaced parameter's result is checked where Dynamo can see it."""
+    held = []
+
+    def spy(gm, example_inputs):
+        held.append(next(gm.parameters(), None) is not None)
+        return fxcpp.backend(gm, example_inputs)
+
+    model, x = linear_model(), torch.randn(32, 16)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        compiled = torch.compile(model, backend=spy)
+        _check(model, compiled, x)
+    assert held and len(_constants_warnings(record)) == (1 if held[0] else 0), (held, record)
+    if not held[0]:
+        model[0].weight = nn.Parameter(torch.randn_like(model[0].weight))
+        _check(model, compiled, x)
+
+
+def test_inlining_on_compiles_silently():
+    model, x = linear_model(), torch.randn(32, 16)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        _check(model, torch.compile(model, backend="fxcpp"), x)
+    assert not _constants_warnings(record)
 
 
 def test_inputs_are_not_mutated_by_in_place_sums():
