@@ -144,9 +144,9 @@ def _compile_with_opaque(gm: fx.GraphModule, opts: Options, pass_records=()):
 
 
 PARAMETERS_AS_CONSTANTS = (
-    "fxcpp: torch._dynamo.config.inline_inbuilt_nn_modules is False (`import openvino.torch` sets it "
-    "on torch 2.11-2.12): Dynamo then takes module parameters for constants and does not guard their "
-    "identity, so a parameter replaced after compiling (module.weight = nn.Parameter(...)) is not seen "
+    "fxcpp: torch._dynamo.config.inline_inbuilt_nn_modules is False (`import openvino.torch` sets it; "
+    "torch 2.11 obeys it, 2.13 ignores it): Dynamo then takes module parameters for constants and does "
+    "not guard their identity, so a parameter replaced after compiling (module.weight = nn.Parameter(...)) is not seen "
     "by this compiled code, fxcpp's or any backend's, until torch._dynamo.reset(); changes in place are "
     "seen. fxcpp's direct call path and freeze=True are off in this mode. Set it back to True after the import.")
 

@@ -110,7 +110,7 @@ class OpenVino(_Peer):
 
 def _import_openvino_torch():
     """`import openvino.torch` registers backend="openvino" and sets Dynamo's
-    inline_inbuilt_nn_modules to False for the whole process. On torch 2.11-2.12 Dynamo then
+    inline_inbuilt_nn_modules to False for the whole process. On torch 2.11 (2.12 not checked) Dynamo then
     treats module parameters as constants in every later compile, fxcpp's and Inductor's
     included (a replaced parameter goes unseen; fxcpp's direct call path and freeze=True turn
     off): the harness would time them in a mode no user of theirs chose. The process keeps its

@@ -117,7 +117,7 @@ def test_serving_peers_run_beside_fxcpp_and_a_failing_one_is_recorded(tmp_path):
     in bf16 ONNX Runtime 1.32's CPU provider has no bf16 Gemm, so its session cannot be made: that
     case is recorded as failed, and the run goes on (OpenVINO converts and runs it).
     `import openvino.torch` sets Dynamo's inline_inbuilt_nn_modules to False process-wide (on
-    torch 2.11-2.12 every later compile then takes parameters for constants): the run leaves it
+    torch 2.11 every later compile then takes parameters for constants): the run leaves it
     as it found it."""
     out = tmp_path / "out"
     assert _inline_nn_modules() is True

@@ -115,7 +115,7 @@ def _constants_warnings(record):
 
 
 def test_a_graph_holding_parameters_with_inlining_off_is_warned_about(parameters_as_constants):
-    """With inlining off (torch <= 2.12) Dynamo hands over graphs that hold the modules'
+    """With inlining off (torch 2.11; 2.13 ignores the setting) Dynamo hands over graphs that hold the modules'
     parameters and guards no parameter's identity: a replaced one goes unseen by every backend
     (aot_eager too, on torch 2.11). fxcpp cannot see the user's module from such a graph; it
     says so at compile, and still computes right."""
@@ -132,7 +132,7 @@ def test_a_graph_holding_parameters_with_inlining_off_is_warned_about(parameters
 
 
 def test_inlining_off_warns_exactly_where_dynamo_hands_over_parameters(parameters_as_constants):
-    """Through torch.compile: on torch 2.11-2.12 the graph holds the parameters and the compile
+    """Through torch.compile: on torch 2.11 the graph holds the parameters and the compile
     warns; on torch 2.13, which inlines modules whatever the setting, it holds none and the
     compile is silent. Either way a replaced parameter's result is checked where Dynamo can see it."""
     held = []
