@@ -87,6 +87,11 @@ MODELS = {
 }
 
 
+def _cast(xs, dtype):
+    """The floating inputs in dtype; token ids and None as they are."""
+    return [x.to(dtype) if x is not None and x.is_floating_point() else x for x in xs]
+
+
 def _leaves(out):
     return [t for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
 
@@ -107,10 +112,10 @@ def test_model_matches_eager(name, dtype):
     kw = {"return_dict": False, **({"use_cache": False} if cfg.is_encoder_decoder else {})}
     graphs = []
     with torch.no_grad():
-        ref = _leaves(model(*[x.to(dtype) if x is not None and x.is_floating_point() else x for x in xs], **kw))
-        ref64 = _leaves(model64(*[x.double() if x is not None and x.is_floating_point() else x for x in xs], **kw))
+        lowp = _cast(xs, dtype)
+        ref = _leaves(model(*lowp, **kw))
+        ref64 = _leaves(model64(*_cast(xs, torch.float64), **kw))
         compiled = torch.compile(model, backend="fxcpp")
-        lowp = [x.to(dtype) if x is not None and x.is_floating_point() else x for x in xs]
         with recording(graphs):
             first = _leaves(compiled(*lowp, **kw))
         second = _leaves(compiled(*lowp, **kw))
@@ -143,8 +148,7 @@ def test_a_training_step_matches_eager(name):
     xs = inputs()
 
     def step(model, cast=None):
-        out = _leaves(model(*[x.to(cast) if cast and x is not None and x.is_floating_point() else x for x in xs],
-                            return_dict=False))
+        out = _leaves(model(*(_cast(xs, cast) if cast else xs), return_dict=False))
         loss = sum(o.pow(2).mean() for o in out if o.is_floating_point())
         loss.backward()
         return [loss.detach()] + [p.grad for p in getattr(model, "_orig_mod", model).parameters()]
