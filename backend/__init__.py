@@ -9,6 +9,7 @@ import os as _os
 import torch  # noqa: F401  (loads libtorch before our extension)
 
 from . import _C  # noqa: F401
+from . import fake_device_guard as _fake_device_guard
 from . import passes  # noqa: F401  (fxcpp.passes.remove_dropout, ...)
 from . import precompile  # noqa: F401  (fxcpp.precompile.keep_serializable_guards_unsafe)
 from .compiled import FxcppCompileError
@@ -42,6 +43,9 @@ def _configure_logging():
 
 
 _configure_logging()
+# Before any compile: a CUDA build without a GPU must not tie its fake device guard to a thread
+# that may end (fake_device_guard.py).
+_fake_device_guard.register_from_a_lasting_thread()
 if _logging.getLogger("fxcpp").isEnabledFor(_logging.DEBUG):
     _host = _C.host_info()
     _logging.getLogger("fxcpp").debug("host: %s; bf16 GEMM/conv %s", _host["summary"],

@@ -93,11 +93,19 @@ def save(model_or_fn, path, *example_inputs, options=None) -> None:
         if x.device.type != "cpu":
             raise FxcppSaveError(f"fxcpp.save: an input is on {x.device}; the runner runs CPU plans")
     opts = Options.parse(options).replace(profile=True)  # profile: calls go through CompiledAtenGraph, which captures
-    compiled = torch.compile(model_or_fn, backend=functools.partial(backend, options=opts), dynamic=False)
+    # fullgraph: a graph break raises here, whether or not Dynamo would compile the frame it
+    # resumes in (torch 2.11 after threads raced a compile did not: one graph, half the function).
+    compiled = torch.compile(model_or_fn, backend=functools.partial(backend, options=opts), dynamic=False,
+                             fullgraph=True)
     graphs: list = []
     with torch.no_grad():
         with recording(graphs):
-            compiled(*example_inputs)
+            try:
+                compiled(*example_inputs)
+            except torch._dynamo.exc.Unsupported as e:
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise FxcppSaveError(f"fxcpp.save: Dynamo cannot make one graph of it (a graph break: {first}); "
+                                     "the runner runs one graph") from e
         if len(graphs) != 1:
             raise FxcppSaveError(f"fxcpp.save: Dynamo made {len(graphs)} graphs (a graph break?); the runner "
                                  "runs one (torch.compile(..., fullgraph=True) shows where it breaks)")

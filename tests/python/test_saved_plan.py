@@ -123,7 +123,7 @@ def test_what_the_runner_cannot_run_is_refused_at_save(tmp_path):
         return twice(x) + 1
 
     x = torch.randn(4, 4)
-    for fn, message in [(breaks, "made 2 graphs"), (python_op, "fxcpp_test::twice")]:
+    for fn, message in [(breaks, "a graph break"), (python_op, "fxcpp_test::twice")]:
         torch._dynamo.reset()
         with pytest.raises(fxcpp.FxcppSaveError, match=message):
             fxcpp.save(fn, tmp_path / "f.fxcpp", x)
