@@ -48,12 +48,16 @@ static ShapeRule binary(Result r) {
 
 void add_pointwise_rules(ShapeRuleTable& t) {
   for (const char* op : {"relu", "gelu", "silu", "hardswish", "hardsigmoid", "leaky_relu", "elu", "hardtanh", "neg",
-                         "abs", "clone", "alias", "detach", "floor", "ceil", "round", "sign", "bitwise_not", "dropout",
+                         "clone", "alias", "detach", "floor", "ceil", "round", "sign", "bitwise_not", "dropout",
                          "relu6", "mish", "softplus", "lift_fresh_copy", "fill"})
     t[std::string("aten::") + op] = [](const ShapeCtx& c) { return unary(c, false); };
   for (const char* op : {"exp", "log", "sqrt", "rsqrt", "sin", "cos", "sigmoid", "tanh", "erf", "reciprocal", "log1p",
                          "expm1", "log2", "exp2", "tan", "asin", "acos", "atan", "erfinv"})
     t[std::string("aten::") + op] = [](const ShapeCtx& c) { return unary(c, true); };
+  t["aten::abs"] = [](const ShapeCtx& c) -> Metas {  // of a complex tensor: its magnitude, real
+    const TensorMeta& x = c.in(0);
+    return {meta_like(x, x.sizes, c10::isComplexType(x.dtype) ? c10::toRealValueType(x.dtype) : x.dtype)};
+  };
   for (const char* op : {"logical_not", "isnan", "isinf"})
     t[std::string("aten::") + op] = [](const ShapeCtx& c) -> Metas { return {meta_like(c.in(0), c.in(0).sizes, c10::kBool)}; };
   t["aten::clamp"] = [](const ShapeCtx& c) -> Metas {
