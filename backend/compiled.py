@@ -156,6 +156,14 @@ def static_inputs(gm: fx.GraphModule, kind: str, hint: set | None, aot_meta=None
     return {i for i in (hint or ()) if i < n}
 
 
+def _copy_graph_module(gm: fx.GraphModule) -> fx.GraphModule:
+    """A new GraphModule over a copy of gm's graph (node metas shared, attributes taken from gm)."""
+    g = fx.Graph()
+    out, out_node = g.graph_copy(gm.graph, {}, return_output_node=True)
+    g.output(out).meta = dict(out_node.meta)
+    return fx.GraphModule(gm, g)
+
+
 class CompiledAtenGraph:
     """What fxcpp returns to aot_autograd for one ATen graph (forward, backward or inference)."""
 
@@ -179,6 +187,7 @@ class CompiledAtenGraph:
         # aot's ViewAndMutationMeta for this graph (input mutations, output aliases): fxcpp.save reads it.
         self.aot_meta = getattr(torch._guards.TracingContext.try_get(), "fw_metadata", None)
         self.user_passes = list(pass_records or ())  # user_passes.PassRecord: what Options' passes did
+        self._unsplit: fx.GraphModule | None = None  # the traced graph kept whole while nodes are isolated
         dump(opts, dump_subdir, f"{kind}_aten.py", gm.code)
         self.static = static_inputs(gm, kind, static_hint, self.aot_meta)
         t0 = time.perf_counter()
@@ -186,8 +195,15 @@ class CompiledAtenGraph:
             try:
                 self.single = CppPartition(gm, opts, f"{kind}_cpp0", dump_subdir, self.static)
             except Exception as e:  # noqa: BLE001 - policy decides: interpreter, eager or error
-                self._fallback(e, "the whole graph")
-                self.parent = gm
+                self._unsplit = gm
+                bad = self._node_to_isolate(e, frozenset())
+                if bad is None:
+                    self._fallback(e, "the whole graph")
+                    self.parent = gm
+                else:
+                    self._fallback(e, f"node '{bad}'")
+                    self._build_split(dump_subdir, frozenset({bad}))
+                self._unsplit = None
         else:
             self._build_split(dump_subdir)
         log.debug("fxcpp: compiled the %s graph (%d nodes) in %.1f ms", kind, len(gm.graph.nodes),
@@ -198,10 +214,14 @@ class CompiledAtenGraph:
         """Its C++ partitions (one when the whole graph runs in C++)."""
         return [self.single] if self.single is not None else list(self.partitions.values())
 
-    def _build_split(self, dump_subdir):
+    def _build_split(self, dump_subdir, isolated: frozenset = frozenset()):
+        """C++ partitions around the nodes the core cannot take and the `isolated` ones."""
+        if isolated:  # the split rewrites the graph it is given: each try splits a fresh copy
+            self.gm = _copy_graph_module(self._unsplit)
         # Before the split rewrites it: the position of each of the graph's placeholders.
         position = {n.name: i for i, n in enumerate(n for n in self.gm.graph.nodes if n.op == "placeholder")}
-        parent, names = partition.split_aten(self.gm)
+        parent, names = partition.split_aten(self.gm, isolated)
+        self.partitions = {}
         for i, name in enumerate(names):
             sub = parent.get_submodule(name)
             call = next(n for n in parent.graph.nodes if n.op == "call_module" and n.target == name)
@@ -211,6 +231,10 @@ class CompiledAtenGraph:
             try:
                 cpp = CppPartition(sub, self.opts, f"{self.kind}_cpp{i}", dump_subdir, static)
             except Exception as e:  # noqa: BLE001
+                bad = self._node_to_isolate(e, isolated)
+                if bad is not None:  # split again, that node alone in the Interpreter
+                    self._fallback(e, f"node '{bad}'")
+                    return self._build_split(dump_subdir, isolated | {bad})
                 self._fallback(e, f"partition {name}")
                 continue
             self.partitions[name] = cpp
@@ -219,6 +243,21 @@ class CompiledAtenGraph:
         interp = [n.format_node() for n in parent.graph.nodes if n.op == "call_function"]
         if interp:
             log.info("fxcpp: %d node(s) of the %s graph run in the Interpreter: %s", len(interp), self.kind, "; ".join(interp))
+
+    # A graph the core takes whole but fails to compile at one FX node (a shape rule or the
+    # lowering disagreeing with the traced graph) runs that node in the Interpreter and the rest
+    # in C++, up to this many nodes per graph; past it, with no node named, or in a graph split
+    # already for nodes the core does not take, the partition falls back as a whole.
+    MAX_ISOLATED = 8
+
+    def _node_to_isolate(self, err: Exception, isolated: frozenset) -> str | None:
+        if self._unsplit is None or self.opts.fallback != "interpreter" or len(isolated) >= self.MAX_ISOLATED:
+            return None
+        name = getattr(err, "node_name", None)
+        if not name or name in isolated:
+            return None
+        node = next((n for n in self._unsplit.graph.nodes if n.name == name), None)
+        return name if node is not None and node.op == "call_function" else None
 
     def _fallback(self, err: Exception, what: str):
         if self.opts.fallback == "error":

@@ -50,7 +50,11 @@ _PRIMS = {
 
 
 class LoweringError(Exception):
-    """A node the C++ core cannot take; the message names the node."""
+    """A node the C++ core cannot take; the message names the node (and node_name holds it)."""
+
+    def __init__(self, msg: str, node_name: str | None = None):
+        super().__init__(msg)
+        self.node_name = node_name
 
 
 def op_target(op: torch._ops.OpOverload) -> str:
@@ -168,9 +172,9 @@ def lower_graph(gm: fx.GraphModule, keep_meta: bool = True, static=frozenset(), 
             else:
                 raise LoweringError(f"{node.op} nodes run in the Interpreter, not in the C++ core")
         except LoweringError as e:
-            raise LoweringError(f"node '{node.name}' ({node.format_node()}): {e}") from None
+            raise LoweringError(f"node '{node.name}' ({node.format_node()}): {e}", node.name) from None
         except RuntimeError as e:  # from C++: schema lookup, normalization
-            raise LoweringError(f"node '{node.name}' ({node.format_node()}): {e}") from None
+            raise LoweringError(f"node '{node.name}' ({node.format_node()}): {e}", node.name) from None
     return g, env
 
 

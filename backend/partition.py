@@ -12,6 +12,8 @@ Both reuse torch.fx's CapabilityBasedPartitioner.
 """
 from __future__ import annotations
 
+import operator
+
 import torch.fx as fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
@@ -45,8 +47,17 @@ def all_supported(gm: fx.GraphModule) -> bool:
     return all(lowering.is_supported(n) for n in gm.graph.nodes)
 
 
-def split_aten(gm: fx.GraphModule) -> tuple[fx.GraphModule, list[str]]:
-    return _split(gm, lambda n: n.op == "call_function" and lowering.is_supported(n), CPP_PREFIX)
+def split_aten(gm: fx.GraphModule, isolated=frozenset()) -> tuple[fx.GraphModule, list[str]]:
+    """C++ partitions of the supported nodes; the `isolated` ones (by name; with the getitems
+    of their outputs) stay in the parent graph."""
+    def runs_in_cpp(n: fx.Node) -> bool:
+        if n.op != "call_function" or n.name in isolated:
+            return False
+        if n.target is operator.getitem and isinstance(n.args[0], fx.Node) and n.args[0].name in isolated:
+            return False
+        return lowering.is_supported(n)
+
+    return _split(gm, runs_in_cpp, CPP_PREFIX)
 
 
 def is_fx_wrapped(target) -> bool:

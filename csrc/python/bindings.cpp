@@ -196,6 +196,7 @@ PYBIND11_MODULE(_C, m) {
         }
       }
       py::object inst = py::reinterpret_borrow<py::object>(node_error.ptr())(msg);
+      inst.attr("node_name") = e.node_name;  // the failing FX node: compiled.py keeps it alone in the Interpreter
       if (cause) PyException_SetCause(inst.ptr(), cause.release().ptr());
       PyErr_SetObject(node_error.ptr(), inst.ptr());
     }

@@ -1,5 +1,7 @@
 """Options: parsing, disabling passes, fallback policies, verify mode, dump_dir."""
+import operator
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -147,3 +149,65 @@ def test_mode_keyword_is_accepted():
         m = torch.compile(f, backend="fxcpp", mode="max-autotune-no-cudagraphs")
         x = torch.randn(16)
         assert_same(m(x), f(x))
+
+
+def _fail_lowering_of(monkeypatch, *ops):
+    """The lowering of the nodes calling `ops` raises (as for a node the core cannot take);
+    lower_graph turns that into a LoweringError naming the node."""
+    real = lowering._lower_call
+
+    def lower_call(g, node, env, keep_meta=True):
+        if node.target in ops:
+            raise RuntimeError("injected failure")
+        return real(g, node, env, keep_meta)
+
+    monkeypatch.setattr(lowering, "_lower_call", lower_call)
+
+
+def g(x):
+    y = (x * 2).sin()
+    v, i = y.max(dim=-1)  # two outputs: the getitems follow their node into the Interpreter
+    return (y.exp() + 1).relu() * v.unsqueeze(-1), i
+
+
+aten = torch.ops.aten
+
+
+def test_a_node_that_fails_to_compile_runs_alone_in_the_interpreter(monkeypatch):
+    _fail_lowering_of(monkeypatch, aten.sin.default, aten.max.dim)
+    x = torch.randn(8, 16)
+    graphs = []
+    with recording(graphs), pytest.warns(UserWarning) as caught:
+        out = compile_fxcpp(g)(x)
+    assert_same(out, g(x))
+    said = [str(w.message) for w in caught if str(w.message).startswith("fxcpp:")]
+    for op in ("aten.sin.default", "aten.max.dim"):
+        assert any(re.match(r"fxcpp: node '\w+' of the inference graph runs in the Interpreter: ", m)
+                   and op in m and "injected failure" in m for m in said), (op, said)
+    assert not any("the whole graph" in m or "partition" in m for m in said), said
+    (cg,) = graphs
+    assert cg.single is None and len(cg.partitions) >= 2
+    in_parent = [n.target for n in cg.parent.graph.nodes if n.op == "call_function"]
+    assert sorted(map(str, in_parent)) == sorted(map(str, [aten.sin.default, aten.max.dim, operator.getitem,
+                                                           operator.getitem]))
+    counts = Report(graphs).kernel_counts
+    assert counts["cpu_fused"] > 0  # the rest still runs fused in C++
+    assert counts["interpreter"] == len(in_parent)
+
+
+def test_past_the_limit_the_partition_falls_back_as_a_whole(monkeypatch):
+    from fxcpp.compiled import CompiledAtenGraph
+
+    monkeypatch.setattr(CompiledAtenGraph, "MAX_ISOLATED", 1)
+    _fail_lowering_of(monkeypatch, aten.sin.default, aten.exp.default)
+    x = torch.randn(8, 16)
+    with pytest.warns(UserWarning, match=r"partition fxcpp_cpp_\d+ of the inference graph runs in the Interpreter"
+                                         r".*aten\.exp\.default"):
+        out = compile_fxcpp(g)(x)
+    assert_same(out, g(x))
+
+
+def test_with_fallback_error_a_failing_node_still_raises(monkeypatch):
+    _fail_lowering_of(monkeypatch, aten.sin.default)
+    with pytest.raises(Exception, match=r"could not compile the whole graph.*aten\.sin\.default.*injected failure"):
+        compile_fxcpp(g, options={"fallback": "error"})(torch.randn(8, 16))

@@ -83,8 +83,9 @@ def test_run_time_error_names_the_node_and_does_not_crash():
     compiled = compile_fxcpp(f)
     x = torch.randn(4)
     assert torch.equal(compiled(x, torch.tensor([1, 2])), torch.relu(x)[torch.tensor([1, 2])])
-    with pytest.raises(RuntimeError, match=r"node 'index' \(aten::index\.Tensor\).*failed at run time.*out of bounds"):
+    with pytest.raises(RuntimeError, match=r"node 'index' \(aten::index\.Tensor\).*failed at run time.*out of bounds") as err:
         compiled(x, torch.tensor([7]))
+    assert isinstance(err.value, fxcpp.FxcppNodeError) and err.value.node_name == "index"
     # Still usable afterwards.
     assert torch.equal(compiled(x, torch.tensor([0])), torch.relu(x)[torch.tensor([0])])
 
