@@ -26,9 +26,11 @@ _keeper: threading.Thread | None = None
 
 
 def _needed() -> bool:
-    """FakeTensorMode's own condition for the call (`avoid_device_init`), on a CUDA build."""
-    return (torch.cuda._is_compiled() and not torch.cuda.is_available()
-            and hasattr(torch._C, "_ensureCUDADeviceGuardSet"))
+    """A CUDA build that sees no GPU: where FakeTensorMode makes the call (`avoid_device_init`).
+    device_count() asks NVML first; is_available() would initialize CUDA in a process that may
+    fork its workers (a GPU host with a preloading server) before any compile."""
+    return (torch.cuda._is_compiled() and hasattr(torch._C, "_ensureCUDADeviceGuardSet")
+            and torch.cuda.device_count() == 0)
 
 
 def register_from_a_lasting_thread() -> str:
