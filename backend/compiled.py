@@ -188,6 +188,9 @@ class CompiledAtenGraph:
         self.aot_meta = getattr(torch._guards.TracingContext.try_get(), "fw_metadata", None)
         self.user_passes = list(pass_records or ())  # user_passes.PassRecord: what Options' passes did
         self._unsplit: fx.GraphModule | None = None  # the traced graph kept whole while nodes are isolated
+        # verify's eager reference: a split rewrites self.gm in place (its partitions become C++
+        # submodules), so verify mode keeps the graph as traced in a copy.
+        self.reference_gm = _copy_graph_module(gm) if opts.verify else None
         dump(opts, dump_subdir, f"{kind}_aten.py", gm.code)
         self.static = static_inputs(gm, kind, static_hint, self.aot_meta)
         t0 = time.perf_counter()
@@ -290,4 +293,4 @@ class CompiledAtenGraph:
 
     def run_reference(self, args):
         """The ATen graph run eagerly, node by node (verify mode's reference)."""
-        return fx.Interpreter(self.gm).run(*args)
+        return fx.Interpreter(self.reference_gm if self.reference_gm is not None else self.gm).run(*args)

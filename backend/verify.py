@@ -107,7 +107,7 @@ def first_divergence(compiled, args) -> str:
 
 def verified_call(compiled, args: list):
     args = list(args)
-    if any(_is_seeded_random(n) for n in compiled.gm.graph.nodes):
+    if any(_is_seeded_random(n) for n in compiled.reference_gm.graph.nodes):  # the graph as traced, unsplit
         warnings.warn("fxcpp verify: graph has random ops; results cannot be compared, skipping", stacklevel=3)
         return compiled.run(args)
     with torch.no_grad():

@@ -211,3 +211,20 @@ def test_with_fallback_error_a_failing_node_still_raises(monkeypatch):
     _fail_lowering_of(monkeypatch, aten.sin.default)
     with pytest.raises(Exception, match=r"could not compile the whole graph.*aten\.sin\.default.*injected failure"):
         compile_fxcpp(g, options={"fallback": "error"})(torch.randn(8, 16))
+
+
+def test_verify_compares_a_split_graph_with_eager(monkeypatch):
+    # A split rewrites the ATen graph in place (its partitions become C++ submodules); verify's
+    # reference must be the graph as traced, or a wrong partition is compared with itself.
+    from fxcpp.compiled import CppPartition
+
+    _fail_lowering_of(monkeypatch, aten.sin.default)  # split: sin in the Interpreter, C++ around it
+    real_forward = CppPartition.forward
+
+    def off_by_one(self, *args):
+        out = real_forward(self, *args)
+        return tuple(o + 1 for o in out) if isinstance(out, (tuple, list)) else out + 1
+
+    monkeypatch.setattr(CppPartition, "forward", off_by_one)
+    with pytest.raises(Exception, match="differs from eager"):
+        compile_fxcpp(lambda x: (x * 2).sin().exp() + 1, options={"verify": True})(torch.randn(8, 16))
