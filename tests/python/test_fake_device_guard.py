@@ -51,8 +51,8 @@ def test_from_another_thread_a_kept_daemon_thread_registers(recorded_calls):
                     reason="the crash needs a CUDA build of torch on a host without a GPU (a CPU build registers "
                            "no CUDA guard; a GPU host never calls the function)")
 def test_threads_racing_first_compiles_do_not_crash_after_import():
-    # Without the registration at import this script segfaulted in 5 runs of 5 on torch
-    # 2.11.0+cu130 (no GPU), under aot_eager as under fxcpp.
+    # This script without its `import fxcpp` segfaulted in 3 runs of 3 on torch 2.11.0+cu130 on
+    # a host without a GPU; with it, it passes there.
     script = textwrap.dedent("""
         import threading, torch
         import fxcpp
