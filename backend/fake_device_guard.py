@@ -45,8 +45,10 @@ def register_from_a_lasting_thread() -> str:
         done = threading.Event()
 
         def keep():
-            torch._C._ensureCUDADeviceGuardSet()
-            done.set()
+            try:
+                torch._C._ensureCUDADeviceGuardSet()
+            finally:
+                done.set()  # should the call raise, the import must still go on
             threading.Event().wait()  # never set: this thread's guard object must outlive every trace
 
         _keeper = threading.Thread(target=keep, name="fxcpp-fake-cuda-guard", daemon=True)

@@ -47,6 +47,23 @@ def test_from_another_thread_a_kept_daemon_thread_registers(recorded_calls):
     assert recorded_calls.count(keeper) == 1  # one keeper, started once
 
 
+def test_a_keeper_whose_call_raises_does_not_hang_the_import(monkeypatch):
+    monkeypatch.setattr(fake_device_guard, "_needed", lambda: True)
+    monkeypatch.setattr(fake_device_guard, "_keeper", None)
+
+    def refuse():
+        raise RuntimeError("refused")
+
+    monkeypatch.setattr(torch._C, "_ensureCUDADeviceGuardSet", refuse, raising=False)
+    monkeypatch.setattr(threading, "excepthook", lambda args: None)  # the keeper's traceback, expected
+    said = []
+    worker = threading.Thread(target=lambda: said.append(fake_device_guard.register_from_a_lasting_thread()),
+                              daemon=True)
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive() and said == ["keeper thread"]
+
+
 @pytest.mark.skipif(not CUDA_BUILD_WITHOUT_GPU,
                     reason="the crash needs a CUDA build of torch on a host without a GPU (a CPU build registers "
                            "no CUDA guard; a GPU host never calls the function)")
