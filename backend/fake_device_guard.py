@@ -39,7 +39,10 @@ def register_from_a_lasting_thread() -> str:
     if not _needed():
         return "not needed"
     if threading.current_thread() is threading.main_thread():
-        torch._C._ensureCUDADeviceGuardSet()
+        try:
+            torch._C._ensureCUDADeviceGuardSet()
+        except Exception as e:  # noqa: BLE001 - a workaround must not stop the import; traces call it too
+            return f"not registered ({type(e).__name__}: {e})"
         return "main thread"
     if _keeper is None:
         done = threading.Event()

@@ -47,6 +47,16 @@ def test_from_another_thread_a_kept_daemon_thread_registers(recorded_calls):
     assert recorded_calls.count(keeper) == 1  # one keeper, started once
 
 
+def test_a_main_thread_call_that_raises_does_not_stop_the_import(monkeypatch):
+    monkeypatch.setattr(fake_device_guard, "_needed", lambda: True)
+
+    def refuse():
+        raise RuntimeError("refused")
+
+    monkeypatch.setattr(torch._C, "_ensureCUDADeviceGuardSet", refuse, raising=False)
+    assert fake_device_guard.register_from_a_lasting_thread() == "not registered (RuntimeError: refused)"
+
+
 def test_a_keeper_whose_call_raises_does_not_hang_the_import(monkeypatch):
     monkeypatch.setattr(fake_device_guard, "_needed", lambda: True)
     monkeypatch.setattr(fake_device_guard, "_keeper", None)
