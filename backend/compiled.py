@@ -187,7 +187,6 @@ class CompiledAtenGraph:
         # aot's ViewAndMutationMeta for this graph (input mutations, output aliases): fxcpp.save reads it.
         self.aot_meta = getattr(torch._guards.TracingContext.try_get(), "fw_metadata", None)
         self.user_passes = list(pass_records or ())  # user_passes.PassRecord: what Options' passes did
-        self._unsplit: fx.GraphModule | None = None  # the traced graph kept whole while nodes are isolated
         # verify's eager reference: a split rewrites self.gm in place (its partitions become C++
         # submodules), so verify mode keeps the graph as traced in a copy.
         self.reference_gm = _copy_graph_module(gm) if opts.verify else None
@@ -198,15 +197,13 @@ class CompiledAtenGraph:
             try:
                 self.single = CppPartition(gm, opts, f"{kind}_cpp0", dump_subdir, self.static)
             except Exception as e:  # noqa: BLE001 - policy decides: interpreter, eager or error
-                self._unsplit = gm
-                bad = self._node_to_isolate(e, frozenset())
+                bad = self._node_to_isolate(e, gm, frozenset())
                 if bad is None:
                     self._fallback(e, "the whole graph")
                     self.parent = gm
                 else:
                     self._fallback(e, f"node '{bad}'")
-                    self._build_split(dump_subdir, frozenset({bad}))
-                self._unsplit = None
+                    self._build_split(dump_subdir, frozenset({bad}), unsplit=gm)
         else:
             self._build_split(dump_subdir)
         log.debug("fxcpp: compiled the %s graph (%d nodes) in %.1f ms", kind, len(gm.graph.nodes),
@@ -217,10 +214,11 @@ class CompiledAtenGraph:
         """Its C++ partitions (one when the whole graph runs in C++)."""
         return [self.single] if self.single is not None else list(self.partitions.values())
 
-    def _build_split(self, dump_subdir, isolated: frozenset = frozenset()):
-        """C++ partitions around the nodes the core cannot take and the `isolated` ones."""
-        if isolated:  # the split rewrites the graph it is given: each try splits a fresh copy
-            self.gm = _copy_graph_module(self._unsplit)
+    def _build_split(self, dump_subdir, isolated: frozenset = frozenset(), unsplit: fx.GraphModule | None = None):
+        """C++ partitions around the nodes the core cannot take and the `isolated` ones; with
+        `unsplit` (the traced graph, kept whole), a failing node may be isolated too."""
+        if unsplit is not None:  # the split rewrites the graph it is given: each try splits a fresh copy
+            self.gm = _copy_graph_module(unsplit)
         # Before the split rewrites it: the position of each of the graph's placeholders.
         position = {n.name: i for i, n in enumerate(n for n in self.gm.graph.nodes if n.op == "placeholder")}
         parent, names = partition.split_aten(self.gm, isolated)
@@ -234,10 +232,10 @@ class CompiledAtenGraph:
             try:
                 cpp = CppPartition(sub, self.opts, f"{self.kind}_cpp{i}", dump_subdir, static)
             except Exception as e:  # noqa: BLE001
-                bad = self._node_to_isolate(e, isolated)
+                bad = self._node_to_isolate(e, unsplit, isolated)
                 if bad is not None:  # split again, that node alone in the Interpreter
                     self._fallback(e, f"node '{bad}'")
-                    return self._build_split(dump_subdir, isolated | {bad})
+                    return self._build_split(dump_subdir, isolated | {bad}, unsplit)
                 self._fallback(e, f"partition {name}")
                 continue
             self.partitions[name] = cpp
@@ -253,13 +251,13 @@ class CompiledAtenGraph:
     # already for nodes the core does not take, the partition falls back as a whole.
     MAX_ISOLATED = 8
 
-    def _node_to_isolate(self, err: Exception, isolated: frozenset) -> str | None:
-        if self._unsplit is None or self.opts.fallback != "interpreter" or len(isolated) >= self.MAX_ISOLATED:
+    def _node_to_isolate(self, err: Exception, unsplit: fx.GraphModule | None, isolated: frozenset) -> str | None:
+        if unsplit is None or self.opts.fallback != "interpreter" or len(isolated) >= self.MAX_ISOLATED:
             return None
         name = getattr(err, "node_name", None)
         if not name or name in isolated:
             return None
-        node = next((n for n in self._unsplit.graph.nodes if n.name == name), None)
+        node = next((n for n in unsplit.graph.nodes if n.name == name), None)
         return name if node is not None and node.op == "call_function" else None
 
     def _fallback(self, err: Exception, what: str):
