@@ -15,15 +15,33 @@ CUDA_BUILD_WITHOUT_GPU = torch.cuda._is_compiled() and not torch.cuda.is_availab
 
 
 @pytest.fixture
-def recorded_calls(monkeypatch):
-    """torch._C._ensureCUDADeviceGuardSet replaced by one recording the calling thread, on a host
-    taken for a CUDA build without a GPU, with no keeper thread started yet."""
-    calls = []
+def gpu_less_cuda_build(monkeypatch):
+    """A host taken for a CUDA build without a GPU, no keeper thread started yet; returns a
+    function putting its argument in place of torch._C._ensureCUDADeviceGuardSet."""
     monkeypatch.setattr(fake_device_guard, "_needed", lambda: True)
     monkeypatch.setattr(fake_device_guard, "_keeper", None)
-    monkeypatch.setattr(torch._C, "_ensureCUDADeviceGuardSet",
-                        lambda: calls.append(threading.current_thread()), raising=False)
+    return lambda fn: monkeypatch.setattr(torch._C, "_ensureCUDADeviceGuardSet", fn, raising=False)
+
+
+@pytest.fixture
+def recorded_calls(gpu_less_cuda_build):
+    """The calling thread of each call of torch._C._ensureCUDADeviceGuardSet."""
+    calls = []
+    gpu_less_cuda_build(lambda: calls.append(threading.current_thread()))
     return calls
+
+
+def _refuse():
+    raise RuntimeError("refused")
+
+
+def _register_from_a_worker(timeout=None) -> tuple[threading.Thread, list]:
+    said = []
+    worker = threading.Thread(target=lambda: said.append(fake_device_guard.register_from_a_lasting_thread()),
+                              daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return worker, said
 
 
 def test_from_the_main_thread_the_main_thread_registers(recorded_calls):
@@ -32,45 +50,25 @@ def test_from_the_main_thread_the_main_thread_registers(recorded_calls):
 
 
 def test_from_another_thread_a_kept_daemon_thread_registers(recorded_calls):
-    said = []
-    worker = threading.Thread(target=lambda: said.append(fake_device_guard.register_from_a_lasting_thread()))
-    worker.start()
-    worker.join()
+    worker, said = _register_from_a_worker()
     assert said == ["keeper thread"]
     assert len(recorded_calls) == 1
     keeper = recorded_calls[0]
     assert keeper is not worker and keeper.name == "fxcpp-fake-cuda-guard" and keeper.daemon
     assert keeper.is_alive()  # its thread-locals (the registered guard) outlive the worker
-    worker2 = threading.Thread(target=fake_device_guard.register_from_a_lasting_thread)
-    worker2.start()
-    worker2.join()
+    _register_from_a_worker()
     assert recorded_calls.count(keeper) == 1  # one keeper, started once
 
 
-def test_a_main_thread_call_that_raises_does_not_stop_the_import(monkeypatch):
-    monkeypatch.setattr(fake_device_guard, "_needed", lambda: True)
-
-    def refuse():
-        raise RuntimeError("refused")
-
-    monkeypatch.setattr(torch._C, "_ensureCUDADeviceGuardSet", refuse, raising=False)
+def test_a_main_thread_call_that_raises_does_not_stop_the_import(gpu_less_cuda_build):
+    gpu_less_cuda_build(_refuse)
     assert fake_device_guard.register_from_a_lasting_thread() == "not registered (RuntimeError: refused)"
 
 
-def test_a_keeper_whose_call_raises_does_not_hang_the_import(monkeypatch):
-    monkeypatch.setattr(fake_device_guard, "_needed", lambda: True)
-    monkeypatch.setattr(fake_device_guard, "_keeper", None)
-
-    def refuse():
-        raise RuntimeError("refused")
-
-    monkeypatch.setattr(torch._C, "_ensureCUDADeviceGuardSet", refuse, raising=False)
+def test_a_keeper_whose_call_raises_does_not_hang_the_import(gpu_less_cuda_build, monkeypatch):
+    gpu_less_cuda_build(_refuse)
     monkeypatch.setattr(threading, "excepthook", lambda args: None)  # the keeper's traceback, expected
-    said = []
-    worker = threading.Thread(target=lambda: said.append(fake_device_guard.register_from_a_lasting_thread()),
-                              daemon=True)
-    worker.start()
-    worker.join(60)
+    worker, said = _register_from_a_worker(timeout=60)
     assert not worker.is_alive() and said == ["keeper thread"]
 
 
