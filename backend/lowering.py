@@ -46,6 +46,18 @@ _PRIMS = {
     torch.sym_int: "prim::sym_int",
     math.ceil: "prim::ceil",
     math.floor: "prim::floor",
+    math.trunc: "prim::trunc",
+    round: "prim::round",
+    operator.pow: "prim::pow",
+    operator.abs: "prim::abs",
+    operator.pos: "prim::pos",
+    operator.and_: "prim::and",
+    operator.or_: "prim::or",
+    operator.xor: "prim::xor",
+    operator.lshift: "prim::lshift",
+    operator.rshift: "prim::rshift",
+    torch.sym_ite: "prim::sym_ite",
+    torch.sym_sum: "prim::sym_sum",
 }
 
 
@@ -88,6 +100,14 @@ def _is_multi_output(node: fx.Node) -> bool:
     return isinstance(node.target, torch._ops.OpOverload) and len(node.target._schema.returns) > 1
 
 
+def _prim_args(node: fx.Node) -> tuple:
+    """A prim's args as the core takes them: round(x, None) is round(x); round(x, 2), a float
+    result, keeps its second arg, which the core's one-argument round refuses (Interpreter)."""
+    if node.target is round and len(node.args) == 2 and node.args[1] is None:
+        return node.args[:1]
+    return node.args
+
+
 def is_supported(node: fx.Node) -> bool:
     """Can the C++ core run this node? (The partitioner's capability test.)"""
     if node.op != "call_function":
@@ -97,7 +117,7 @@ def is_supported(node: fx.Node) -> bool:
         src = node.args[0]
         return isinstance(src, fx.Node) and (src.op == "placeholder" or is_supported(src))
     if t in _PRIMS:
-        return _arg_supported(node.args) and not node.kwargs
+        return _arg_supported(_prim_args(node)) and not node.kwargs
     if isinstance(t, torch._ops.OpOverload):
         return _arg_supported(node.args) and _arg_supported(tuple(node.kwargs.values()))
     return False
@@ -184,7 +204,7 @@ def _lower_call(g, node: fx.Node, env: dict, keep_meta: bool = True):
     if t is operator.getitem and isinstance(env.get(node.args[0]), list):
         return env[node.args[0]][node.args[1]]  # a tuple output: no node, just the value
     if t in _PRIMS:
-        ids = g.add_node(node.name, _PRIMS[t], [lower_arg(a, env) for a in node.args], {}, repr_,
+        ids = g.add_node(node.name, _PRIMS[t], [lower_arg(a, env) for a in _prim_args(node)], {}, repr_,
                          [(_kind_of(node.meta.get("val")), _meta_of(node.meta.get("val")))])
         return ids[0]
     if not isinstance(t, torch._ops.OpOverload):

@@ -1,7 +1,10 @@
 // `prim` kernels: the Python-level nodes of an ATen graph the core runs itself:
 // operator.getitem on list outputs and symbolic-size arithmetic (Python semantics:
 // floor division and modulo round toward negative infinity).
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <utility>
 
 #include "runtime/kernel.h"
 
@@ -63,16 +66,39 @@ COMPARE(gt, >)
 COMPARE(ge, >=)
 #undef COMPARE
 
+// Python raises ZeroDivisionError for a float divisor of zero too; so do these, never inf or nan.
+double nonzero_divisor(const c10::IValue& v) {
+  double b = as_double(v);
+  if (b == 0) throw std::runtime_error("division by zero");
+  return b;
+}
+// CPython's float divmod (Objects/floatobject.c, _float_div_mod): floor quotient and a remainder
+// with the divisor's sign.
+std::pair<double, double> py_float_divmod(double a, double b) {
+  double mod = std::fmod(a, b), div = (a - mod) / b;
+  if (mod != 0) {
+    if ((b < 0) != (mod < 0)) { mod += b; div -= 1.0; }
+  } else {
+    mod = std::copysign(0.0, b);
+  }
+  double floordiv;
+  if (div != 0) {
+    floordiv = std::floor(div);
+    if (div - floordiv > 0.5) floordiv += 1.0;
+  } else {
+    floordiv = std::copysign(0.0, a / b);
+  }
+  return {floordiv, mod};
+}
 c10::IValue floordiv_(const Stack& s) {
   if (both_int(s)) return floordiv(as_int(s[0]), as_int(s[1]));
-  return std::floor(as_double(s[0]) / as_double(s[1]));
+  return py_float_divmod(as_double(s[0]), nonzero_divisor(s[1])).first;
 }
 c10::IValue mod_(const Stack& s) {
   if (both_int(s)) return py_mod(as_int(s[0]), as_int(s[1]));
-  double a = as_double(s[0]), b = as_double(s[1]);
-  return a - b * std::floor(a / b);
+  return py_float_divmod(as_double(s[0]), nonzero_divisor(s[1])).second;
 }
-c10::IValue truediv(const Stack& s) { return as_double(s[0]) / as_double(s[1]); }
+c10::IValue truediv(const Stack& s) { return as_double(s[0]) / nonzero_divisor(s[1]); }
 c10::IValue neg(const Stack& s) { return s[0].isDouble() ? c10::IValue(-s[0].toDouble()) : c10::IValue(-as_int(s[0])); }
 c10::IValue max_(const Stack& s) { return both_int(s) ? c10::IValue(std::max(as_int(s[0]), as_int(s[1]))) : c10::IValue(std::max(as_double(s[0]), as_double(s[1]))); }
 c10::IValue min_(const Stack& s) { return both_int(s) ? c10::IValue(std::min(as_int(s[0]), as_int(s[1]))) : c10::IValue(std::min(as_double(s[0]), as_double(s[1]))); }
@@ -81,6 +107,64 @@ c10::IValue sym_float(const Stack& s) { return as_double(s[0]); }
 c10::IValue sym_int(const Stack& s) { return s[0].isDouble() ? static_cast<int64_t>(std::trunc(s[0].toDouble())) : as_int(s[0]); }
 c10::IValue ceil_(const Stack& s) { return static_cast<int64_t>(std::ceil(as_double(s[0]))); }
 c10::IValue floor_(const Stack& s) { return static_cast<int64_t>(std::floor(as_double(s[0]))); }
+
+// Python's int ** int is exact for a non-negative exponent and a float otherwise; a size never
+// overflows int64, but a wrong size would be worse than an error.
+c10::IValue pow_(const Stack& s) {
+  if (both_int(s) && as_int(s[1]) >= 0) {
+    int64_t base = as_int(s[0]), exp = as_int(s[1]), out = 1;
+    for (; exp > 0; exp >>= 1) {
+      if (exp & 1 && __builtin_mul_overflow(out, base, &out)) throw std::overflow_error("integer power overflows int64");
+      if (exp > 1 && __builtin_mul_overflow(base, base, &base)) throw std::overflow_error("integer power overflows int64");
+    }
+    return out;
+  }
+  double a = as_double(s[0]), b = as_double(s[1]);
+  if (a == 0 && b < 0) throw std::runtime_error("zero to a negative power (ZeroDivisionError in Python)");
+  if (a < 0 && b != std::trunc(b)) throw std::domain_error("negative base to a fractional power (complex in Python)");
+  return std::pow(a, b);
+}
+c10::IValue abs_(const Stack& s) { return s[0].isDouble() ? c10::IValue(std::fabs(s[0].toDouble())) : c10::IValue(std::abs(as_int(s[0]))); }
+c10::IValue pos(const Stack& s) { return s[0].isBool() ? c10::IValue(as_int(s[0])) : s[0]; }
+c10::IValue trunc_(const Stack& s) { return s[0].isDouble() ? static_cast<int64_t>(std::trunc(s[0].toDouble())) : as_int(s[0]); }
+// round(x) with one argument: half to even, as Python and nearbyint's default mode do.
+c10::IValue round_(const Stack& s) { return s[0].isDouble() ? static_cast<int64_t>(std::nearbyint(s[0].toDouble())) : as_int(s[0]); }
+// and/or/xor: logical on two bools (SymBool), bitwise on ints, as Python's operators.
+#define BITWISE(NAME, OP)                                                                                  \
+  c10::IValue NAME(const Stack& s) {                                                                     \
+    if (s[0].isBool() && s[1].isBool()) return static_cast<bool>(s[0].toBool() OP s[1].toBool());       \
+    return as_int(s[0]) OP as_int(s[1]);                                                                 \
+  }
+BITWISE(and_, &)
+BITWISE(or_, |)
+BITWISE(xor_, ^)
+#undef BITWISE
+c10::IValue lshift(const Stack& s) {
+  int64_t a = as_int(s[0]), b = as_int(s[1]);
+  if (b < 0) throw std::domain_error("negative shift count");
+  uint64_t magnitude = a < 0 ? 0 - static_cast<uint64_t>(a) : static_cast<uint64_t>(a);
+  if (a != 0 && (b >= 63 || (magnitude >> (63 - b)) != 0)) throw std::overflow_error("left shift overflows int64");
+  return static_cast<int64_t>(static_cast<uint64_t>(a) << std::min<int64_t>(b, 63));
+}
+c10::IValue rshift(const Stack& s) {
+  int64_t a = as_int(s[0]), b = as_int(s[1]);
+  if (b < 0) throw std::domain_error("negative shift count");
+  return a >> std::min<int64_t>(b, 63);  // arithmetic: floors, as Python's >> does
+}
+c10::IValue sym_ite(const Stack& s) { return (s[0].isBool() ? s[0].toBool() : as_double(s[0]) != 0) ? s[1] : s[2]; }
+// torch.sym_sum(list): one node for a sum of many sizes (ints, or floats if any is a float).
+c10::IValue sym_sum(const Stack& s) {
+  const auto list = s[0].toListRef();
+  bool all_int = std::all_of(list.begin(), list.end(), is_int_like);
+  if (all_int) {
+    int64_t out = 0;
+    for (const auto& v : list) out += as_int(v);
+    return out;
+  }
+  double out = 0;
+  for (const auto& v : list) out += as_double(v);
+  return out;
+}
 
 c10::IValue getitem(const Stack& s) {
   int64_t i = s[1].toInt();
@@ -108,6 +192,10 @@ const std::unordered_map<std::string, PrimInfo>& prims() {
       {"prim::gt", {gt, 2}},             {"prim::ge", {ge, 2}},         {"prim::sym_max", {max_, 2}},
       {"prim::sym_min", {min_, 2}},      {"prim::sym_not", {not_, 1}},  {"prim::sym_float", {sym_float, 1}},
       {"prim::sym_int", {sym_int, 1}},   {"prim::ceil", {ceil_, 1}},    {"prim::floor", {floor_, 1}},
+      {"prim::pow", {pow_, 2}},          {"prim::abs", {abs_, 1}},      {"prim::pos", {pos, 1}},
+      {"prim::trunc", {trunc_, 1}},      {"prim::round", {round_, 1}},  {"prim::and", {and_, 2}},
+      {"prim::or", {or_, 2}},            {"prim::xor", {xor_, 2}},      {"prim::lshift", {lshift, 2}},
+      {"prim::rshift", {rshift, 2}},     {"prim::sym_ite", {sym_ite, 3}}, {"prim::sym_sum", {sym_sum, 1}},
   };
   return table;
 }
