@@ -157,3 +157,27 @@ def test_a_training_step_matches_eager(name):
     res = step(torch.compile(models[1], backend="fxcpp"))
     assert all(g is not None for g in res) and len(res) == len(ref), name
     assert_same(ref, res, fp64_ref=ref64)
+
+
+@pytest.mark.parametrize("name", ["swin", "wav2vec2"])
+def test_dynamic_shapes_keep_size_arithmetic_in_the_core(name):
+    """dynamic=True: families whose graphs compute sizes (window padding, strided lengths) with
+    pow, sym_sum and friends, at batch 2 and 3 (Dynamo specializes 1), against eager with an
+    fp64 reference; one graph, nothing in the Interpreter."""
+    config, model_class, config_kw, inputs = MODELS[name]
+    cfg = getattr(transformers, config)(**config_kw)
+    torch.manual_seed(0)
+    model = getattr(transformers, model_class)(cfg).eval()
+    model64 = getattr(transformers, model_class)(cfg).eval()
+    model64.load_state_dict(model.state_dict())
+    model64.double()
+    compiled = torch.compile(model, backend="fxcpp", dynamic=True)
+    graphs = []
+    with torch.no_grad(), recording(graphs):
+        for xs in (inputs(), [torch.cat([x, x[:1]]) for x in inputs()]):
+            ref = _leaves(model(*xs, return_dict=False))
+            ref64 = _leaves(model64(*_cast(xs, torch.float64), return_dict=False))
+            assert_same(ref, _leaves(compiled(*xs, return_dict=False)), fp64_ref=ref64)
+    report = Report(graphs)
+    assert len(graphs) == 1 and report.fallbacks == [], report.fallbacks
+    assert report.kernel_counts["interpreter"] == 0, report.kernel_counts
