@@ -7,6 +7,7 @@ ATen arguments against the op's schema (positional order, defaults).
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 
@@ -127,8 +128,16 @@ def _dim(d):
     """A size or stride: an int, or the symbol's expression ("s0", "2*s0")."""
     if isinstance(d, torch.SymInt):
         c = d.node.maybe_as_int()
-        return c if c is not None else str(d)
+        return c if c is not None else _expr_str(d.node.expr)
     return int(d)
+
+
+@functools.lru_cache(maxsize=4096)
+def _expr_str(expr) -> str:
+    """str(SymInt): sympy's printer, ~1 ms for a windowed model's padding expressions, and a
+    graph repeats few expressions over its sizes and strides (Swin, dynamic: 1147 dims, 1.3 s
+    of lowering, printed once each instead)."""
+    return str(expr)
 
 
 def _meta_of(val):
