@@ -20,7 +20,7 @@ BINARY = [operator.add, operator.sub, operator.mul, operator.floordiv, operator.
           operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift,
           torch.sym_max, torch.sym_min]
 INTS = [-7, -2, -1, 0, 1, 3, 8]
-FLOATS = [-2.5, -0.5, 0.5, 1.5, 2.5, 3.0]
+FLOATS = [-2.5, -0.5, 0.5, 1.5, 2.5, 3.0, float("inf"), float("-inf"), float("nan")]
 BOOLS = [False, True]
 
 

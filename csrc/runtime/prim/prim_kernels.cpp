@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <string>
 #include <utility>
 
 #include "runtime/kernel.h"
@@ -104,9 +105,16 @@ c10::IValue max_(const Stack& s) { return both_int(s) ? c10::IValue(std::max(as_
 c10::IValue min_(const Stack& s) { return both_int(s) ? c10::IValue(std::min(as_int(s[0]), as_int(s[1]))) : c10::IValue(std::min(as_double(s[0]), as_double(s[1]))); }
 c10::IValue not_(const Stack& s) { return !s[0].toBool(); }
 c10::IValue sym_float(const Stack& s) { return as_double(s[0]); }
-c10::IValue sym_int(const Stack& s) { return s[0].isDouble() ? static_cast<int64_t>(std::trunc(s[0].toDouble())) : as_int(s[0]); }
-c10::IValue ceil_(const Stack& s) { return static_cast<int64_t>(std::ceil(as_double(s[0]))); }
-c10::IValue floor_(const Stack& s) { return static_cast<int64_t>(std::floor(as_double(s[0]))); }
+// A float made an int (already rounded): Python raises for inf and nan and has no int64 bound; a
+// cast of those would be undefined, so they raise here.
+int64_t to_int64(double v) {
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+    throw std::overflow_error("cannot convert " + std::to_string(v) + " to an int64 size");
+  return static_cast<int64_t>(v);
+}
+c10::IValue sym_int(const Stack& s) { return s[0].isDouble() ? to_int64(std::trunc(s[0].toDouble())) : as_int(s[0]); }
+c10::IValue ceil_(const Stack& s) { return s[0].isDouble() ? to_int64(std::ceil(s[0].toDouble())) : as_int(s[0]); }
+c10::IValue floor_(const Stack& s) { return s[0].isDouble() ? to_int64(std::floor(s[0].toDouble())) : as_int(s[0]); }
 
 // Python's int ** int is exact for a non-negative exponent and a float otherwise; a size never
 // overflows int64, but a wrong size would be worse than an error.
@@ -120,15 +128,15 @@ c10::IValue pow_(const Stack& s) {
     return out;
   }
   double a = as_double(s[0]), b = as_double(s[1]);
-  if (a == 0 && b < 0) throw std::runtime_error("zero to a negative power (ZeroDivisionError in Python)");
-  if (a < 0 && b != std::trunc(b)) throw std::domain_error("negative base to a fractional power (complex in Python)");
+  if (a == 0 && b < 0 && std::isfinite(b)) throw std::runtime_error("zero to a negative power (ZeroDivisionError in Python)");
+  if (a < 0 && std::isfinite(a) && std::isfinite(b) && b != std::trunc(b)) throw std::domain_error("negative base to a fractional power (complex in Python)");
   return std::pow(a, b);
 }
 c10::IValue abs_(const Stack& s) { return s[0].isDouble() ? c10::IValue(std::fabs(s[0].toDouble())) : c10::IValue(std::abs(as_int(s[0]))); }
 c10::IValue pos(const Stack& s) { return s[0].isBool() ? c10::IValue(as_int(s[0])) : s[0]; }
-c10::IValue trunc_(const Stack& s) { return s[0].isDouble() ? static_cast<int64_t>(std::trunc(s[0].toDouble())) : as_int(s[0]); }
+c10::IValue trunc_(const Stack& s) { return s[0].isDouble() ? to_int64(std::trunc(s[0].toDouble())) : as_int(s[0]); }
 // round(x) with one argument: half to even, as Python and nearbyint's default mode do.
-c10::IValue round_(const Stack& s) { return s[0].isDouble() ? static_cast<int64_t>(std::nearbyint(s[0].toDouble())) : as_int(s[0]); }
+c10::IValue round_(const Stack& s) { return s[0].isDouble() ? to_int64(std::nearbyint(s[0].toDouble())) : as_int(s[0]); }
 // and/or/xor: logical on two bools (SymBool), bitwise on ints, as Python's operators.
 #define BITWISE(NAME, OP)                                                                                  \
   c10::IValue NAME(const Stack& s) {                                                                     \
