@@ -103,7 +103,7 @@ def _is_multi_output(node: fx.Node) -> bool:
 
 def _prim_args(node: fx.Node) -> tuple:
     """A prim's args as the core takes them: round(x, None) is round(x); round(x, 2), a float
-    result, keeps its second arg, which the core's one-argument round refuses (Interpreter)."""
+    result, keeps its second arg, and is_supported leaves it to the Interpreter."""
     if node.target is round and len(node.args) == 2 and node.args[1] is None:
         return node.args[:1]
     return node.args
@@ -118,7 +118,8 @@ def is_supported(node: fx.Node) -> bool:
         src = node.args[0]
         return isinstance(src, fx.Node) and (src.op == "placeholder" or is_supported(src))
     if t in _PRIMS:
-        return _arg_supported(_prim_args(node)) and not node.kwargs
+        args = _prim_args(node)
+        return _arg_supported(args) and not node.kwargs and not (t is round and len(args) != 1)
     if isinstance(t, torch._ops.OpOverload):
         return _arg_supported(node.args) and _arg_supported(tuple(node.kwargs.values()))
     return False

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.fx as fx
 from fxcpp.explain import Report, recording
-from fxcpp.lowering import _PRIMS, lower_graph
+from fxcpp.lowering import _PRIMS, is_supported, lower_graph
 
 from fxcpp import _C
 
@@ -92,6 +92,14 @@ def test_round_is_half_to_even_and_ite_sum_take_their_arity():
         _run_prim(operator.pow, 3, 60)  # exact in Python (a big int), beyond any size
     with pytest.raises(Exception, match="overflow"):
         _run_prim(operator.lshift, 1, 63)
+
+
+def test_round_with_digits_is_left_to_the_interpreter():
+    graph = fx.Graph()
+    a = graph.placeholder("a")
+    r1, r2 = graph.call_function(round, (a, None)), graph.call_function(round, (a, 2))
+    graph.output((r1, r2))
+    assert is_supported(r1) and not is_supported(r2)
 
 
 def _sizes(x, y):
