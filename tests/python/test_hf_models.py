@@ -96,17 +96,23 @@ def _leaves(out):
     return [t for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
-@pytest.mark.parametrize("name", list(MODELS))
-def test_model_matches_eager(name, dtype):
-    config, model_class, config_kw, inputs = MODELS[name]
+def _model_and_fp64_twin(name, dtype):
+    """MODELS[name]'s config, the model in eval mode and dtype (seeded), and its fp64 twin with
+    the same weights (the harness rule's reference)."""
+    config, model_class, config_kw, _ = MODELS[name]
     cfg = getattr(transformers, config)(**config_kw)
     torch.manual_seed(0)
     model = getattr(transformers, model_class)(cfg).eval().to(dtype)
     model64 = getattr(transformers, model_class)(cfg).eval()
     model64.load_state_dict(model.state_dict())
-    model64.double()
-    xs = inputs()
+    return cfg, model, model64.double()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("name", list(MODELS))
+def test_model_matches_eager(name, dtype):
+    cfg, model, model64 = _model_and_fp64_twin(name, dtype)
+    xs = MODELS[name][3]()
     # An encoder-decoder's cache is built through a deepcopy of its config (a graph break):
     # one forward has no use for it (benchmarks/suite.py calls T5 so too).
     kw = {"return_dict": False, **({"use_cache": False} if cfg.is_encoder_decoder else {})}
@@ -164,13 +170,8 @@ def test_dynamic_shapes_keep_size_arithmetic_in_the_core(name):
     """dynamic=True: families whose graphs compute sizes (window padding, strided lengths) with
     pow, sym_sum and friends, at batch 2 and 3 (Dynamo specializes 1), against eager with an
     fp64 reference; one graph, nothing in the Interpreter."""
-    config, model_class, config_kw, inputs = MODELS[name]
-    cfg = getattr(transformers, config)(**config_kw)
-    torch.manual_seed(0)
-    model = getattr(transformers, model_class)(cfg).eval()
-    model64 = getattr(transformers, model_class)(cfg).eval()
-    model64.load_state_dict(model.state_dict())
-    model64.double()
+    _, model, model64 = _model_and_fp64_twin(name, torch.float32)
+    inputs = MODELS[name][3]
     compiled = torch.compile(model, backend="fxcpp", dynamic=True)
     graphs = []
     with torch.no_grad(), recording(graphs):
