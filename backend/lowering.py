@@ -101,9 +101,13 @@ def _is_multi_output(node: fx.Node) -> bool:
     return isinstance(node.target, torch._ops.OpOverload) and len(node.target._schema.returns) > 1
 
 
+# Each prim's argument count, from the core's own table: a call with another count (round(x, 2),
+# a float result) is not that prim, and runs in the Interpreter.
+_PRIM_ARITY = _C.prim_arities()
+
+
 def _prim_args(node: fx.Node) -> tuple:
-    """A prim's args as the core takes them: round(x, None) is round(x); round(x, 2), a float
-    result, keeps its second arg, and is_supported leaves it to the Interpreter."""
+    """A prim's args as the core takes them: round(x, None) is round(x)."""
     if node.target is round and len(node.args) == 2 and node.args[1] is None:
         return node.args[:1]
     return node.args
@@ -119,7 +123,7 @@ def is_supported(node: fx.Node) -> bool:
         return isinstance(src, fx.Node) and (src.op == "placeholder" or is_supported(src))
     if t in _PRIMS:
         args = _prim_args(node)
-        return _arg_supported(args) and not node.kwargs and not (t is round and len(args) != 1)
+        return _arg_supported(args) and not node.kwargs and len(args) == _PRIM_ARITY[_PRIMS[t]]
     if isinstance(t, torch._ops.OpOverload):
         return _arg_supported(node.args) and _arg_supported(tuple(node.kwargs.values()))
     return False

@@ -421,7 +421,7 @@ PYBIND11_MODULE(_C, m) {
     for (const auto& p : pass_list()) out.push_back(p.name);
     return out;
   });
-  m.def("prim_names", &prim_names);
+  m.def("prim_arities", &prim_arities);
   // fxcpp.save: a constant as the builder receives it (dtypes, layouts, memory formats as ints;
   // a device as ("device", str)), so the C++ loader replays the same calls.
   m.def("plan_constant", [](py::handle o) -> py::object {

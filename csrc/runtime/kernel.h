@@ -69,6 +69,6 @@ KernelRegistry& kernel_registry();
 // The fallbacks, one file each.
 std::unique_ptr<Kernel> make_aten_kernel(const Node& n);
 std::unique_ptr<Kernel> make_prim_kernel(const Node& n);  // nullptr for an unknown prim
-std::vector<std::string> prim_names();                    // the prims the core runs
+std::unordered_map<std::string, size_t> prim_arities();  // the prims the core runs, with their arg counts
 
 }  // namespace fxcpp

@@ -112,6 +112,7 @@ int64_t to_int64(double v) {
     throw std::overflow_error("cannot convert " + std::to_string(v) + " to an int64 size");
   return static_cast<int64_t>(v);
 }
+// sym_int and math.trunc: both truncate toward zero.
 c10::IValue sym_int(const Stack& s) { return s[0].isDouble() ? to_int64(std::trunc(s[0].toDouble())) : as_int(s[0]); }
 c10::IValue ceil_(const Stack& s) { return s[0].isDouble() ? to_int64(std::ceil(s[0].toDouble())) : as_int(s[0]); }
 c10::IValue floor_(const Stack& s) { return s[0].isDouble() ? to_int64(std::floor(s[0].toDouble())) : as_int(s[0]); }
@@ -134,7 +135,6 @@ c10::IValue pow_(const Stack& s) {
 }
 c10::IValue abs_(const Stack& s) { return s[0].isDouble() ? c10::IValue(std::fabs(s[0].toDouble())) : c10::IValue(std::abs(as_int(s[0]))); }
 c10::IValue pos(const Stack& s) { return s[0].isBool() ? c10::IValue(as_int(s[0])) : s[0]; }
-c10::IValue trunc_(const Stack& s) { return s[0].isDouble() ? to_int64(std::trunc(s[0].toDouble())) : as_int(s[0]); }
 // round(x) with one argument: half to even, as Python and nearbyint's default mode do.
 c10::IValue round_(const Stack& s) { return s[0].isDouble() ? to_int64(std::nearbyint(s[0].toDouble())) : as_int(s[0]); }
 // and/or/xor: logical on two bools (SymBool), bitwise on ints, as Python's operators.
@@ -201,7 +201,7 @@ const std::unordered_map<std::string, PrimInfo>& prims() {
       {"prim::sym_min", {min_, 2}},      {"prim::sym_not", {not_, 1}},  {"prim::sym_float", {sym_float, 1}},
       {"prim::sym_int", {sym_int, 1}},   {"prim::ceil", {ceil_, 1}},    {"prim::floor", {floor_, 1}},
       {"prim::pow", {pow_, 2}},          {"prim::abs", {abs_, 1}},      {"prim::pos", {pos, 1}},
-      {"prim::trunc", {trunc_, 1}},      {"prim::round", {round_, 1}},  {"prim::and", {and_, 2}},
+      {"prim::trunc", {sym_int, 1}},     {"prim::round", {round_, 1}},  {"prim::and", {and_, 2}},
       {"prim::or", {or_, 2}},            {"prim::xor", {xor_, 2}},      {"prim::lshift", {lshift, 2}},
       {"prim::rshift", {rshift, 2}},     {"prim::sym_ite", {sym_ite, 3}}, {"prim::sym_sum", {sym_sum, 1}},
   };
@@ -210,9 +210,9 @@ const std::unordered_map<std::string, PrimInfo>& prims() {
 
 }  // namespace
 
-std::vector<std::string> prim_names() {
-  std::vector<std::string> out;
-  for (const auto& [k, v] : prims()) out.push_back(k);
+std::unordered_map<std::string, size_t> prim_arities() {
+  std::unordered_map<std::string, size_t> out;
+  for (const auto& [k, v] : prims()) out.emplace(k, v.arity);
   return out;
 }
 
