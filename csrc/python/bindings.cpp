@@ -27,6 +27,7 @@
 #include "runtime/host.h"
 #include "runtime/saved_plan.h"
 #include "runtime/shared_choices.h"
+#include "runtime/value_bounds.h"
 #include "runtime/cpu/isa.h"
 #include "runtime/cpu/mkl_bf16_gemm.h"
 #include "runtime/cpu/vectorized_exp.h"
@@ -342,11 +343,15 @@ PYBIND11_MODULE(_C, m) {
     d["packs_in_place"] = fxcpp::onednn::stats().packs_in_place.load();
     d["arg_memories"] = fxcpp::onednn::stats().arg_memories.load();
     d["input_reorders"] = fxcpp::onednn::stats().input_reorders.load();
+    d["input_bounds_known"] = fxcpp::onednn::stats().input_bounds_known.load();
+    d["input_reads"] = fxcpp::onednn::stats().input_reads.load();
 #endif
     return d;
   });
   // Packed rows from DRAM prefetch per row (default); off only to measure it in one process.
   m.def("_set_row_prefetch", &fxcpp::cpu::set_row_prefetch, py::arg("on"));
+  // Bounds on values passed between a call's kernels (value_bounds.h); off only to measure them.
+  m.def("_set_value_bounds", &fxcpp::value_bounds::set_enabled, py::arg("on"));
   // Process-wide counts for the cpu_fused kernels (tests).
   m.def("cpu_fused_stats", [] {
     py::dict d;

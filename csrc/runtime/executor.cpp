@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include "runtime/value_bounds.h"
 #include "runtime/wrap_number.h"
 
 #include <c10/core/GradMode.h>
@@ -119,6 +120,8 @@ Executable::Executable(std::shared_ptr<const Graph> graph, const KernelRegistry&
       step.args.push_back(make_slot(n->args[i], formal));
     }
     for (const Value* v : n->outputs) step.outs.push_back(v->id);
+    for (const ArgSlot& a : step.args)
+      step.arg_value_slots.push_back(a.kind == ArgSlot::Kind::Slot && !a.wrap_number ? a.slot : -1);
     for (size_t i = 0; i < n->args.size(); ++i)
       if (n->args[i].kind == Arg::Kind::Value && n->args[i].value->is_static && n->args[i].value->kind == ValueKind::Tensor)
         step.static_args.push_back(static_cast<int>(i));
@@ -147,6 +150,7 @@ Executable::Executable(std::shared_ptr<const Graph> graph, const KernelRegistry&
   plan_static_part();
   plan_peak_bytes();
   plan_brief();
+  plan_bounds();
   cow_state_.reset(new std::atomic<int>[steps_.size()]);
   for (size_t i = 0; i < steps_.size(); ++i)
     cow_state_[i].store(steps_[i].static_args.empty() || std::string(steps_[i].kernel->kind()) != "aten" ? 0 : 3);
@@ -230,6 +234,26 @@ void Executable::plan_brief() {
   brief_ = true;
 }
 
+void Executable::plan_bounds() {
+  bool reader = false;
+  for (const Step& s : steps_) reader |= std::string(s.kernel->kind()) == "onednn";
+  if (!reader) return;
+  // A node writing into an argument (an ATen op whose schema says so) other than a graph
+  // input could change a value after its producer recorded a bound (aot's graphs write only
+  // into inputs, and kernels only into buffers whose values are dead).
+  for (const Node* n : graph_->nodes()) {
+    if (!n->is_aten()) continue;
+    const auto& formals = n->schema().arguments();
+    for (size_t i = 0; i < n->args.size() && i < formals.size(); ++i) {
+      if (!formals[i].alias_info() || !formals[i].alias_info()->isWrite()) continue;
+      bool into_input = true;
+      for_each_value(n->args[i], [&](const Value* v) { into_input &= v->is_input; });
+      if (!into_input) return;
+    }
+  }
+  keeps_bounds_ = true;
+}
+
 std::vector<at::Tensor> Executable::static_sources(const std::vector<c10::IValue>& frame) const {
   std::vector<at::Tensor> ts;
   ts.reserve(static_.sources.size() + static_.consts.size());
@@ -308,6 +332,8 @@ std::vector<c10::IValue> Executable::execute(std::vector<c10::IValue> inputs, st
   }
   Stack stack;
   stack.reserve(max_args_);
+  const bool keep_bounds = keeps_bounds_ && value_bounds::enabled();
+  value_bounds::Table bounds(keep_bounds ? num_slots_ : 0);
   if (times) times->assign(steps_.size(), 0);
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
@@ -317,6 +343,7 @@ std::vector<c10::IValue> Executable::execute(std::vector<c10::IValue> inputs, st
     }
     stack.clear();
     for (const auto& a : s.args) stack.push_back(materialize(a, frame));
+    value_bounds::StepScope bounds_scope({keep_bounds ? &bounds : nullptr, &s.arg_value_slots, &s.outs});
     // Drop the frame's reference to values that die here, so a kernel may reuse their
     // buffers in place (oneDNN's sum post-op) when the stack holds the only one.
     if (!keep_all)

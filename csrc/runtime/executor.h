@@ -41,6 +41,7 @@ struct Step {
   std::vector<int> outs;
   std::vector<int> release;  // slots whose last use is this step
   std::vector<int> static_args;  // positions of args that are static tensors (maybe write-guarded)
+  std::vector<int> arg_value_slots;  // per arg: the slot it reads as it is, else -1 (value_bounds.h)
 };
 
 // The parameter-derived part of a plan, and the values it last produced.
@@ -102,6 +103,7 @@ class Executable {
   void plan_static_part();
   void plan_peak_bytes();
   void plan_brief();
+  void plan_bounds();
   std::vector<at::Tensor> static_sources(const std::vector<c10::IValue>& frame) const;
   // Throws, naming the input, where a tensor has no memory but the plan reads it (not a released slot).
   void check_input_memory(const std::vector<c10::IValue>& frame) const;
@@ -119,6 +121,9 @@ class Executable {
   StaticPart static_;
   int64_t planned_peak_bytes_ = 0;
   bool brief_ = false;
+  // Whether calls keep a value_bounds table: a oneDNN kernel could use one, and no node writes
+  // into a value other than a graph input (whose bound a kernel could have recorded before).
+  bool keeps_bounds_ = false;
   // Per step: >0 runs left in which to check that the kernel leaves copy-on-write args so;
   // 0 it does; -1 it copies them (an op reading through a writable pointer): give it views.
   std::unique_ptr<std::atomic<int>[]> cow_state_;

@@ -136,15 +136,18 @@ int last_plain_clamp(const FusedOp& f) {
   return last;
 }
 
-double plain_clamp_bound(const FusedOp& f, int last, double b, const std::vector<at::Tensor>& operands) {
+double post_op_bound(const FusedOp& f, int end, double b, const std::function<double(int)>& operand_bound) {
   auto clamp = [](double v, double lo, double hi) { return std::min(std::max(v, lo), hi); };
-  for (int i = 0; i < last && b < kInfD; ++i) {
+  for (int i = 0; i < end && b < kInfD; ++i) {
     const PostOp& p = f.post_ops[i];
-    if (p.kind != PostOp::Kind::Eltwise) b += max_abs(operands.at(i));
+    if (p.kind == PostOp::Kind::Sum || p.alg == "add" || p.alg == "sub") b += operand_bound(i);
+    else if (p.kind != PostOp::Kind::Eltwise && p.alg == "mul") b *= operand_bound(i);
+    else if (p.kind != PostOp::Kind::Eltwise) b = kInfD;  // div: no bound
     else if (p.alg == "relu") b *= std::max(1.0, std::abs(double(p.alpha)));
     else if (p.alg == "clip") b = std::max(std::abs(clamp(-b, p.alpha, p.beta)), std::abs(clamp(b, p.alpha, p.beta)));
-    else if (p.alg == "hardsigmoid") b = 1;
-    else b = std::abs(double(p.alpha)) * b + std::abs(double(p.beta));  // linear
+    else if (p.alg == "hardsigmoid" || p.alg == "tanh" || p.alg == "logistic") b = 1;
+    else if (p.alg == "linear") b = std::abs(double(p.alpha)) * b + std::abs(double(p.beta));
+    else b = kInfD;  // gelu, swish, elu, hardswish: not needed so far
   }
   return b;
 }

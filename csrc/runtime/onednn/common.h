@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -63,10 +64,11 @@ PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& opera
 // hardsigmoid), when every post-op before it keeps finite values finite and NaN-free (relu,
 // clip, hardsigmoid, linear with a nonzero scale, add/sub of an operand); -1 otherwise.
 int last_plain_clamp(const FusedOp& f);
-// A bound on |value| entering post-op `last` (last_plain_clamp) for a call whose conv/matmul
-// result is bounded by `result_bound`: operands' max |x| is read here. +inf when NaN or inf
-// can reach it; the plain chain is then not safe.
-double plain_clamp_bound(const FusedOp& f, int last, double result_bound, const std::vector<at::Tensor>& operands);
+// A bound on |value| after post-ops [0, end) for a call whose conv/matmul result is bounded by
+// `b`: operand_bound(i) bounds post-op i's operand. +inf where a NaN or inf could come out (an
+// operand's bound is +inf, a division) or a post-op has no bound here. At `end` =
+// last_plain_clamp(f): whether the plain clamps are safe; at the list's size: the output's.
+double post_op_bound(const FusedOp& f, int end, double b, const std::function<double(int)>& operand_bound);
 // max |x| over a float tensor; +inf when any element is NaN or inf.
 float max_abs(const at::Tensor& t);
 // An operand viewed to `dst` dims: left-padded with 1s; broadcast (stride-0) dims made size 1.
@@ -119,6 +121,9 @@ struct Stats {
   std::atomic<int64_t> packs{0}, primitives{0}, packs_in_place{0};
   std::atomic<int64_t> arg_memories{0};  // memory objects call_args.cpp made (kept for later calls)
   std::atomic<int64_t> input_reorders{0};  // convolution calls whose input oneDNN reordered first
+  // Calls that checked their input for the plain clamps: by its producer's recorded bound
+  // (value_bounds.h), or by reading it (max_abs).
+  std::atomic<int64_t> input_bounds_known{0}, input_reads{0};
 };
 Stats& stats();
 

@@ -94,9 +94,12 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     const at::Tensor bias = stack[2].isNone() ? at::Tensor() : stack[2].toTensor();
     const int64_t nd = x.dim(), sp = nd - 2;
     const int64_t g = f_.groups;
-    std::optional<float> x_max;  // max |x|, read once a call where a check needs it (here, the plain clamps)
-    if (spreads_non_finite(x, w, cdt)) x_max = max_abs(x);
-    if (x_max == std::numeric_limits<float>::infinity()) {
+    CallBounds cb = call_bounds(stack);  // max |x|: recorded by its producer, or read once where a check needs it
+    if (!cb.src_known && spreads_non_finite(x, w, cdt)) {
+      cb.src_max = max_abs(x);
+      ++stats().input_reads;
+    }
+    if (cb.src_max == std::numeric_limits<float>::infinity()) {
       note(std::string("aten: at a call whose input is not all finite (oneDNN's ") + c10::toString(cdt) +
            " kernels read an odd number of channels per group in pairs, and would spread a NaN or inf to a neighbour)");
       return finish(stack, frozen() ? frozen_reference(stack) : eager_result(stack));
@@ -171,7 +174,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
                               });
       };
       // r: the primitive this call runs.
-      auto [r, packed] = entry_for_call(e, cached, key, make, pack_for, onednn_name(io), weight_note, x, operands, x_max);
+      auto [r, packed] = entry_for_call(e, cached, key, make, pack_for, onednn_name(io), weight_note, x, operands, cb);
       // Input: as it is when the primitive reads that layout, else reordered into the one it picked.
       CallArgs args;
       at::Tensor src_buf;
@@ -209,6 +212,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
       return res;
     };
     finish(stack, choose(*e, stack, run_once));
+    record_output_bound(stack, cb);
   }
 
   // ATen's result for a frozen kernel (Options.freeze released the weight, and any BatchNorm's

@@ -49,6 +49,7 @@
 #include "runtime/kernel.h"
 #include "runtime/onednn/common.h"
 #include "runtime/shared_choices.h"
+#include "runtime/value_bounds.h"
 
 namespace fxcpp::onednn {
 
@@ -194,17 +195,50 @@ class FusedKernel : public Kernel {
   // Whether a call may run the primitive built with plain clamps (build_post_ops): only with a
   // packed weight, whose bound is known, and a post-op chain where that can be proven.
   bool plain_clamps_possible(bool cached) const { return cached && last_clamp_ >= 0; }
+  // What a call knows of the bounds on its values (value_bounds.h): its input's, recorded by the
+  // kernel that wrote it or read here, its operands' as recorded, and its pack's.
+  struct CallBounds {
+    std::optional<float> src_known;  // recorded by the input's producer
+    std::optional<float> src_max;    // max |x| of the input, read this call
+    std::vector<float> operand_known;  // per post-op; < 0: unknown
+    double w_bound = -1, b_bound = 0;  // of the pack the call ran (< 0: none)
+  };
+  CallBounds call_bounds(const Stack& stack) const {
+    CallBounds cb;
+    cb.src_known = value_bounds::known(0, stack[0].toTensor());
+    cb.operand_known.assign(f_.post_ops.size(), -1.f);
+    for (size_t i = 0; i < f_.post_ops.size(); ++i) {
+      const int a = f_.post_ops[i].arg;
+      if (a < 0 || !stack[a].isTensor()) continue;
+      if (auto k = value_bounds::known(a, stack[a].toTensor())) cb.operand_known[i] = *k;
+    }
+    return cb;
+  }
+
   // Whether this call's values reaching the clamps are finite and small enough that no NaN can
   // (then oneDNN's one-instruction clamps give eager's result; otherwise the NaN-preserving
-  // chain runs, at two exps per element for a clip: most of MobileNetV2's time). One read of
-  // the input (none where the caller read its max |x| already: src_max), and of any operand
-  // added before a clamp.
+  // chain runs, at two exps per element for a clip: most of MobileNetV2's time). The input's
+  // bound as its producer recorded it, else one read of the input (none where the caller read
+  // it already: cb.src_max), and of any operand added before a clamp whose bound is unknown.
   bool plain_clamps_safe(const at::Tensor& src, const PackedWeights& p, const std::vector<at::Tensor>& operands,
-                         std::optional<float> src_max) const {
+                         CallBounds& cb) const {
     constexpr double kSafe = 1e30;  // far below FLT_MAX: the bound is exact arithmetic, fp32 rounding adds little
-    double b = double(src_max ? *src_max : max_abs(src)) * p.w_bound + p.b_bound;  // NaN (0 * inf) compares false below
-    if (b < kSafe) b = plain_clamp_bound(f_, last_clamp_, b, operands);
-    if (b < kSafe) return true;
+    auto operand_bound = [&](int i) {
+      return cb.operand_known[i] >= 0 ? double(cb.operand_known[i]) : double(max_abs(operands.at(i)));
+    };
+    auto reaching = [&](float x) {
+      const double b = double(x) * p.w_bound + p.b_bound;  // NaN (0 * inf) compares false below
+      return b < kSafe ? post_op_bound(f_, last_clamp_, b, operand_bound) : b;
+    };
+    if (cb.src_known && reaching(*cb.src_known) < kSafe) {
+      ++stats().input_bounds_known;
+      return true;
+    }
+    if (!cb.src_max) {  // no bound recorded, or one too loose: the values themselves
+      cb.src_max = max_abs(src);
+      ++stats().input_reads;
+    }
+    if (reaching(*cb.src_max) < kSafe) return true;
     note("NaN-preserving post-ops at a call whose input, operand or weight could make NaN or inf reach a clamp");
     return false;
   }
@@ -217,13 +251,32 @@ class FusedKernel : public Kernel {
   std::pair<std::shared_ptr<Entry>, std::shared_ptr<const PackedWeights>> entry_for_call(
       const std::shared_ptr<Entry>& e, bool cached, const std::string& key, Make&& make, PackFor&& pack_for,
       const std::string& name, const std::string& weight_note, const at::Tensor& src,
-      const std::vector<at::Tensor>& operands, std::optional<float> src_max = std::nullopt) const {
+      const std::vector<at::Tensor>& operands, CallBounds& cb) const {
     std::shared_ptr<const PackedWeights> packed;
-    if (cached) packed = pack_for(*e);
-    if (!plain_clamps_possible(cached) || plain_clamps_safe(src, *packed, operands, src_max)) return {e, packed};
+    if (cached) {
+      packed = pack_for(*e);
+      cb.w_bound = packed->w_bound;
+      cb.b_bound = packed->b_bound;
+    }
+    if (!plain_clamps_possible(cached) || plain_clamps_safe(src, *packed, operands, cb)) return {e, packed};
     std::shared_ptr<Entry> r = entry(key + "x", make(false), name, weight_note);
     if (!(r->pd.weights_desc() == e->pd.weights_desc())) packed = pack_for(*r);
     return {r, packed};
+  }
+
+  // After finish(): a bound on the output for the kernels that read it later in the call
+  // (value_bounds.h), from the input's (recorded or read), the pack's, and the post-ops'.
+  void record_output_bound(const Stack& stack, const CallBounds& cb) const {
+    if (cb.w_bound < 0 || stack.size() != 1 || !stack[0].isTensor()) return;
+    float x = std::numeric_limits<float>::infinity();
+    if (cb.src_known) x = *cb.src_known;
+    if (cb.src_max) x = std::min(x, *cb.src_max);
+    const double b = double(x) * cb.w_bound + cb.b_bound;
+    if (!(b < 1e30)) return;
+    auto operand_bound = [&](int i) {
+      return cb.operand_known[i] >= 0 ? double(cb.operand_known[i]) : std::numeric_limits<double>::infinity();
+    };
+    value_bounds::record(0, stack[0].toTensor(), post_op_bound(f_, static_cast<int>(f_.post_ops.size()), b, operand_bound));
   }
 
   bool frozen() const { return frozen_.load(); }
@@ -433,7 +486,10 @@ class FusedKernel : public Kernel {
     auto p = std::make_shared<PackedWeights>();
     p->layout = layout;
     std::tie(p->weight, p->bias) = pack(wt, bt);
-    if (last_clamp_ >= 0 && layout.kind == "onednn") {  // the GEMV path applies post-ops as ATen ops
+    // For the plain clamps, and for a convolution whose output bound a later one can use
+    // (value_bounds.h; one more read of the weight at packing). The GEMV path applies post-ops
+    // as ATen ops.
+    if ((last_clamp_ >= 0 || (f_.anchor == FusedOp::Anchor::Conv && boundable_)) && layout.kind == "onednn") {
       p->w_bound = double(max_abs(wt)) * double(wt.numel());
       p->b_bound = bt.defined() ? double(max_abs(bt)) : 0.0;
     }
@@ -588,6 +644,9 @@ class FusedKernel : public Kernel {
 
   const std::string per_call_why_;
   const int last_clamp_ = plain_clamps_allowed() ? last_plain_clamp(f_) : -1;
+  // Whether every post-op keeps a bound on its input a bound on its output (post_op_bound).
+  const bool boundable_ = post_op_bound(f_, static_cast<int>(f_.post_ops.size()), 1.0, [](int) { return 1.0; }) <
+                          std::numeric_limits<double>::infinity();
   const int forced_;
   const bool native_bf16_;  // read when the kernel is made (FXCPP_BF16 can force either path)
   mutable std::atomic<int> measured_{0}, last_choice_{kUndecided};

@@ -131,6 +131,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     }
     if (run_gemv(stack, src, w_in, bias, out_shape)) return;
     if (run_mkl_bf16(stack, src, w_in, bias, out_shape)) return;
+    CallBounds cb = call_bounds(stack);
     // Without native kernels for the dtype, the primitive runs in fp32 (activations widened
     // here, unless they arrive widened: widen_chains). The model's dtype is the weight's.
     const c10::ScalarType io = w_in.scalar_type(), cdt = compute_dtype(io);
@@ -216,7 +217,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
                               });
       };
       // r: the primitive this call runs.
-      auto [r, packed] = entry_for_call(e, cached, key, make, pack_for, onednn_name(io), weight_note, src, operands);
+      auto [r, packed] = entry_for_call(e, cached, key, make, pack_for, onednn_name(io), weight_note, src, operands, cb);
       // A fresh output is allocated in its final shape (oneDNN writes the same bytes through its
       // [.., M, N] description): a view of it would keep its base alive, and a consumer could
       // then never take the buffer over in place.
@@ -240,6 +241,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
       return sum_in_place >= 0 ? dst.view(out_shape) : dst;
     };
     finish(stack, choose(*e, stack, run_once));
+    record_output_bound(stack, cb);
   }
 
   // The small-M path (see the top of the file), where it applies: a 2-d problem whose weight
