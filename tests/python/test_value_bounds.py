@@ -167,3 +167,32 @@ def test_linears_pass_bounds_too():
         x[3, 7] = float("nan")
         out, known, reads = _call_counts(compiled, x)
         _same_nonfinite(mlp(x), out)
+
+
+def test_calls_from_many_threads_keep_their_own_bounds():
+    # One call's table is its own: a thread whose input holds a NaN beside threads whose inputs
+    # are finite (which record bounds) still gets eager's NaN, and they their values.
+    from helpers import errors_in_threads
+
+    net = _net(torch.float32)
+    finite = torch.randn(2, 3, 32, 32)
+    poisoned = finite.clone()
+    poisoned[1, 2, 3, 4] = float("nan")
+    with torch.no_grad():
+        refs = [net(finite), net(poisoned)]
+        compiled = torch.compile(net, backend="fxcpp")
+        compiled(finite)
+        compiled(poisoned)
+        bad = []
+
+        def worker(k):
+            for i in range(20):
+                which = (i + k) % 2
+                try:
+                    _same_nonfinite(refs[which], compiled(poisoned if which else finite))
+                except AssertionError as e:
+                    bad.append(str(e)[:200])
+
+        errors = errors_in_threads(*[lambda k=k: worker(k) for k in range(4)])
+    assert not errors, errors[:1]
+    assert not bad, bad[:1]
