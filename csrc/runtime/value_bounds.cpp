@@ -1,7 +1,6 @@
 #include "runtime/value_bounds.h"
 
 #include <atomic>
-#include <cmath>
 
 namespace fxcpp::value_bounds {
 namespace {

@@ -195,12 +195,15 @@ class FusedKernel : public Kernel {
   // Whether a call may run the primitive built with plain clamps (build_post_ops): only with a
   // packed weight, whose bound is known, and a post-op chain where that can be proven.
   bool plain_clamps_possible(bool cached) const { return cached && last_clamp_ >= 0; }
+  // A bound on |value| below which every value is finite and no inf - inf can arise: far below
+  // FLT_MAX, as the bounds are exact arithmetic and fp32 rounding adds little.
+  static constexpr double kSafeBound = 1e30;
   // What a call knows of the bounds on its values (value_bounds.h): its input's, recorded by the
-  // kernel that wrote it or read here, its operands' as recorded, and its pack's.
+  // kernel that wrote it or read here, its operands', and its pack's.
   struct CallBounds {
     std::optional<float> src_known;  // recorded by the input's producer
     std::optional<float> src_max;    // max |x| of the input, read this call
-    std::vector<float> operand_known;  // per post-op; < 0: unknown
+    std::vector<float> operand_known;  // per post-op, recorded or read this call; < 0: unknown
     double w_bound = -1, b_bound = 0;  // of the pack the call ran (< 0: none)
   };
   CallBounds call_bounds(const Stack& stack) const {
@@ -222,15 +225,15 @@ class FusedKernel : public Kernel {
   // it already: cb.src_max), and of any operand added before a clamp whose bound is unknown.
   bool plain_clamps_safe(const at::Tensor& src, const PackedWeights& p, const std::vector<at::Tensor>& operands,
                          CallBounds& cb) const {
-    constexpr double kSafe = 1e30;  // far below FLT_MAX: the bound is exact arithmetic, fp32 rounding adds little
-    auto operand_bound = [&](int i) {
-      return cb.operand_known[i] >= 0 ? double(cb.operand_known[i]) : double(max_abs(operands.at(i)));
+    auto operand_bound = [&](int i) {  // read once a call, kept for the output's bound too
+      if (cb.operand_known[i] < 0) cb.operand_known[i] = max_abs(operands.at(i));
+      return double(cb.operand_known[i]);
     };
     auto reaching = [&](float x) {
       const double b = double(x) * p.w_bound + p.b_bound;  // NaN (0 * inf) compares false below
-      return b < kSafe ? post_op_bound(f_, last_clamp_, b, operand_bound) : b;
+      return b < kSafeBound ? post_op_bound(f_, last_clamp_, b, operand_bound) : b;
     };
-    if (cb.src_known && reaching(*cb.src_known) < kSafe) {
+    if (cb.src_known && reaching(*cb.src_known) < kSafeBound) {
       ++stats().input_bounds_known;
       return true;
     }
@@ -238,7 +241,7 @@ class FusedKernel : public Kernel {
       cb.src_max = max_abs(src);
       ++stats().input_reads;
     }
-    if (reaching(*cb.src_max) < kSafe) return true;
+    if (reaching(*cb.src_max) < kSafeBound) return true;
     note("NaN-preserving post-ops at a call whose input, operand or weight could make NaN or inf reach a clamp");
     return false;
   }
@@ -272,7 +275,7 @@ class FusedKernel : public Kernel {
     if (cb.src_known) x = *cb.src_known;
     if (cb.src_max) x = std::min(x, *cb.src_max);
     const double b = double(x) * cb.w_bound + cb.b_bound;
-    if (!(b < 1e30)) return;
+    if (!(b < kSafeBound)) return;
     auto operand_bound = [&](int i) {
       return cb.operand_known[i] >= 0 ? double(cb.operand_known[i]) : std::numeric_limits<double>::infinity();
     };
