@@ -403,6 +403,9 @@ PYBIND11_MODULE(_C, m) {
     d["llc_max_bytes"] = fxcpp::kMaxUsableLlcBytes;     // the most of a reported L3 it takes
     d["onednn_isa"] = h.onednn_isa;
     d["native_bf16"] = fxcpp::native_bf16();
+    d["onednn_bf16"] = fxcpp::onednn_bf16();      // oneDNN has bf16 kernels for its ISA
+    d["bf16_dot_rate"] = fxcpp::bf16_dot_rate();  // vs fp32 FMAs; native_bf16 needs kMinBf16DotRate
+    d["min_bf16_dot_rate"] = fxcpp::kMinBf16DotRate;
     d["aten_isa"] = fxcpp::cpu::isa_name();
     d["mkl_bf16_gemm"] = fxcpp::cpu::mkl_bf16_gemm_available();  // torch's MKL exports its bf16 GEMM
     return d;

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/cpu/bf16_dot_rate.h"
+
 #ifdef FXCPP_HAS_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
@@ -90,15 +92,27 @@ const HostInfo& host() {
   return h;
 }
 
-bool native_bf16() {
-  const char* force = std::getenv("FXCPP_BF16");  // read at each kernel's creation: tests switch it
-  if (force && std::string(force) == "fp32") return false;
-  if (force && std::string(force) == "native") return true;
+bool onednn_bf16() {
   // oneDNN 3.2 builds bf16 GEMM/conv kernels from avx512_core_bf16 up (it refuses them on AVX2);
   // ONEDNN_MAX_CPU_ISA lowers what it uses, and so what counts as native here.
   const std::string& isa = host().onednn_isa;
   return isa == "avx512_core_bf16" || isa == "avx512_core_fp16" || isa == "avx512_core_amx" ||
          isa == "avx512_core_amx_fp16";
+}
+
+double bf16_dot_rate() {
+  static const double rate = cpu::bf16_dot_rate_over_fp32();
+  return rate;
+}
+
+bool native_bf16() {
+  const char* force = std::getenv("FXCPP_BF16");  // read at each kernel's creation: tests switch it
+  if (force && std::string(force) == "fp32") return false;
+  if (force && std::string(force) == "native") return true;
+  if (!onednn_bf16()) return false;
+  // AMX's tiles are many times fp32's rate; without them oneDNN's bf16 kernels run on vdpbf16ps,
+  // which pays only where it outruns fp32 FMAs (host.h, kMinBf16DotRate).
+  return host().amx || bf16_dot_rate() >= kMinBf16DotRate;
 }
 
 int64_t last_level_cache_bytes() {

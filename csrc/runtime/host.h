@@ -21,10 +21,22 @@ struct HostInfo {
 
 const HostInfo& host();
 
-// Whether bf16 GEMMs and convolutions run natively here (oneDNN has bf16 kernels for this ISA);
-// else they run as fp32 (weights widened once, activations on the fly). FXCPP_BF16=fp32 or
-// =native forces either (tests cover both paths on any host); read at each call.
+// Whether bf16 GEMMs and convolutions run natively here: oneDNN has bf16 kernels for this ISA
+// (onednn_bf16) and they are the faster path, which takes AMX or bf16 dot products at least
+// kMinBf16DotRate times fp32's FLOP rate (bf16_dot_rate). Measured 0.47-0.50 on an Intel Xeon
+// VM with AVX512-BF16 and AMX hidden, where native bf16 BERT-base and ResNet-50 took 1.4-1.5x
+// the time of computing them in fp32 (benchmarks/results/bf16-dot-rate/); 2 by the instruction
+// tables on AMD Zen 4 and Zen 5 (one 512-bit vdpbf16ps per 512-bit FMA slot), where native bf16
+// models took half their fp32 time (suite-avx512-zen4/, dense-native-bf16-zen5/). The limit
+// sits between, with room for timing noise either way. Else they run as fp32 (weights widened
+// once, activations on the fly). FXCPP_BF16=fp32 or =native forces either (tests cover both
+// paths on any host); read at each call.
 bool native_bf16();
+bool onednn_bf16();
+// bf16 dot-product FLOP rate over fp32 FMA's (runtime/cpu/bf16_dot_rate.h), measured at the
+// first call (about 1 ms); 0 without AVX512-BF16.
+double bf16_dot_rate();
+constexpr double kMinBf16DotRate = 1.2;
 
 // The last-level cache's size in bytes, for blocking and streaming decisions: the L3 (the L2
 // where there is none; 32 MiB when the system says neither), at most kMaxUsableLlcBytes.

@@ -125,7 +125,8 @@ def test_bf16_native_where_the_host_has_it(name, monkeypatch):
 
 
 def test_default_bf16_path_follows_the_host(monkeypatch):
-    """Unforced, bf16 runs natively exactly where oneDNN has native bf16 kernels."""
+    """Unforced, bf16 runs natively exactly where host_info says so: oneDNN has bf16 kernels and
+    they are the faster path (AMX, or bf16 dot products outrunning fp32 FMAs)."""
     monkeypatch.delenv("FXCPP_BF16", raising=False)
     monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")
     model, xs = _models(torch.bfloat16)["linear_residual"]
@@ -314,8 +315,12 @@ def test_packs_are_shared_across_signatures(monkeypatch):
 def test_host_info_is_recorded():
     h = _C.host_info()
     assert h["onednn_isa"] and h["aten_isa"] in ("avx512", "avx2", "default")
-    assert h["native_bf16"] == (h["onednn_isa"] in ("avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx",
+    assert h["onednn_bf16"] == (h["onednn_isa"] in ("avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx",
                                                     "avx512_core_amx_fp16"))
+    # native bf16: oneDNN has the kernels, and AMX or bf16 dot products outrunning fp32 FMAs
+    fast = h["amx"] or h["bf16_dot_rate"] >= h["min_bf16_dot_rate"]
+    assert h["native_bf16"] == (h["onednn_bf16"] and fast)
+    assert (h["bf16_dot_rate"] > 0) == h["avx512_bf16"]
     # oneDNN never claims more than the CPU says (it reads the same CPUID)
     assert not h["avx512_bf16"] or h["avx512"]
     assert h["l1d"] >= 0 and h["l3"] >= 0
