@@ -47,6 +47,7 @@
 #include "runtime/choice_cache.h"
 #include "runtime/host.h"
 #include "runtime/kernel.h"
+#include "runtime/onednn/reference.h"
 #include "runtime/onednn/common.h"
 #include "runtime/shared_choices.h"
 #include "runtime/value_bounds.h"
@@ -67,7 +68,8 @@ class FusedKernel : public Kernel {
   FusedKernel(const Node& n, bool long_lived_weight)
       : f_(*n.fused), name_(n.name), choice_cache_(n.choice_cache), shared_choices_(n.shared_choices),
         computes_(n.fused->str(/*with_covers=*/false)), long_lived_(long_lived_weight), out_dtype_(n.outputs[0]->meta->dtype),
-        wide_io_(wide_io(n)), per_call_why_(why_per_call(n)), forced_(forced_choice()), native_bf16_(native_bf16()) {}
+        wide_io_(wide_io(n)), per_call_why_(why_per_call(n)), forced_(forced_choice()), native_bf16_(native_bf16()),
+        aten_widened_(aten_widen_forced()) {}
   const char* kind() const override { return "onednn"; }
 
   void run(Stack& stack) const final {
@@ -567,13 +569,17 @@ class FusedKernel : public Kernel {
 
   // ATen's result for this call (the fallback, and what the first call measures against).
   // With widened operands or output, ATen would refuse the mixed dtypes: every floating
-  // operand is widened to fp32 and the result rounded to the output's dtype. So too where this
-  // host has no kernels for the weight's dtype (compute_dtype): ATen's bf16 GEMM is emulated
-  // there at a fifth of its fp32 speed, and in fp32 ATen (MKL) beats oneDNN's gemm on some
-  // shapes, as the fp32 model's first calls find (GPT-2's Conv1D addmm on the AVX2 host).
+  // operand is widened to fp32 and the result rounded to the output's dtype. So too where we
+  // compute the weight's dtype in fp32 (compute_dtype) and ATen emulates it
+  // (aten_runs_natively): ATen's bf16 GEMM is emulated on the AVX2 host at a fifth of its fp32
+  // speed, and in fp32 ATen (MKL) beats oneDNN's gemm on some shapes, as the fp32 model's
+  // first calls find (GPT-2's Conv1D addmm). Where ATen has native kernels, eager's own ops:
+  // on the Intel host where bf16 dot products are slow (native_bf16), the widened ops took
+  // 2.4x eager's bf16 time for a 1 x 1024 -> 4096 Linear (each call widened the weight), so
+  // a first call that chose them ran slower than eager itself.
   at::Tensor eager_result(const Stack& stack) const {
     const c10::ScalarType wt = stack[1].isTensor() ? stack[1].toTensor().scalar_type() : out_dtype_;
-    if (!wide_io_ && compute_dtype(wt) == wt) return reference(stack);
+    if (!wide_io_ && (compute_dtype(wt) == wt || (!aten_widened_ && aten_runs_natively(wt)))) return reference(stack);
     Stack wide = stack;
     for (auto& iv : wide)
       if (iv.isTensor() && iv.toTensor().is_floating_point() && iv.toTensor().scalar_type() != at::kFloat)
@@ -602,6 +608,14 @@ class FusedKernel : public Kernel {
   static bool plain_clamps_allowed() {
     const char* v = std::getenv("FXCPP_PLAIN_CLAMPS");
     return !v || std::string(v) != "0";
+  }
+
+  // FXCPP_ATEN_WIDEN=1 (read when the kernel is made): the ATen alternative of a node computed
+  // in fp32 widens its operands even where ATen is native, as on a host where it emulates the
+  // dtype (tests, and the A/B in benchmarks/results/aten-native-alternative/).
+  static bool aten_widen_forced() {
+    const char* v = std::getenv("FXCPP_ATEN_WIDEN");
+    return v && std::string(v) == "1";
   }
 
   static int forced_choice() {
@@ -652,6 +666,7 @@ class FusedKernel : public Kernel {
                           std::numeric_limits<double>::infinity();
   const int forced_;
   const bool native_bf16_;  // read when the kernel is made (FXCPP_BF16 can force either path)
+  const bool aten_widened_;  // FXCPP_ATEN_WIDEN=1
   mutable std::atomic<int> measured_{0}, last_choice_{kUndecided};
   mutable std::atomic<bool> volatile_{false};
   mutable std::atomic<bool> freezing_{false};  // will_freeze(): packs rather than reading per call

@@ -2,6 +2,7 @@
 // dimension (a K = 0 matmul must still give bias + post-ops of zeros), or a primitive it
 // refuses to build — so a fused node never fails where the unfused graph would not.
 #include <ATen/ExpandUtils.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/clamp.h>
 #include <ATen/ops/constant_pad_nd.h>
@@ -31,6 +32,17 @@
 namespace fxcpp::onednn {
 
 namespace {
+
+// A torch capability check with no arguments (an op of the mkldnn namespace), false where this
+// torch has no such op or it fails.
+bool torch_says(const char* op) {
+  try {
+    auto h = c10::Dispatcher::singleton().findSchema({op, ""});
+    return h && h->typed<bool()>().call();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
 
 at::Tensor eltwise(const PostOp& p, const at::Tensor& y) {
   const std::string& a = p.alg;
@@ -149,6 +161,12 @@ at::Tensor reference_conv(const FusedOp& f, const Stack& s) {
   at::Tensor y = at::convolution(x, s[1].toTensor(), bias, f.stride, f.padding, f.dilation, f.transposed,
                                  f.output_padding, f.groups);
   return finish(f, y, s).contiguous();
+}
+
+bool aten_runs_natively(c10::ScalarType t) {
+  static const bool bf16 = torch_says("mkldnn::_is_mkldnn_bf16_supported");
+  static const bool fp16 = torch_says("mkldnn::_is_mkldnn_fp16_supported");
+  return t == c10::kBFloat16 ? bf16 : t == c10::kHalf ? fp16 : false;
 }
 
 }  // namespace fxcpp::onednn

@@ -13,4 +13,10 @@ at::Tensor apply_post_ops(const FusedOp& f, at::Tensor y, const Stack& stack);
 // caller owns, not yet visible to anything else).
 at::Tensor apply_post_ops_in_place(const FusedOp& f, at::Tensor y, const Stack& stack);
 
+// Whether eager's own ATen ops run bf16 (or fp16) GEMMs and convolutions on native kernels here
+// (torch's mkldnn::_is_mkldnn_bf16_supported / _fp16_supported: its oneDNN has kernels for the
+// dtype), rather than emulating them in a loop at a fifth of fp32's speed (the AVX2 host).
+// False for other dtypes. Asked once per process.
+bool aten_runs_natively(c10::ScalarType t);
+
 }  // namespace fxcpp::onednn
