@@ -241,7 +241,7 @@ _SMALL_M_RULE = textwrap.dedent("""
     info = _C.host_info()
     seen = []
     for dtype in (torch.float32, torch.bfloat16):
-        for k, n in ((256, 512), (1024, 1280)):  # 0.5 MB and 5 MB in fp32
+        for k, n in ((256, 512), (1024, 1280), (2048, 1280)):  # 0.5, 5 and 10 MB in fp32
             for m in (1, 2, 16, 33):
                 for packed in (True, False):
                     torch._dynamo.reset()
@@ -255,12 +255,15 @@ _SMALL_M_RULE = textwrap.dedent("""
 """)
 
 
-def _gemv_limit(onednn_isa, native_bf16, packed, weight_bytes):
+def _gemv_limit(onednn_isa, bf16, native_bf16, packed, weight_bytes):
     """matmul_kernel.cpp's measured limits: against oneDNN's AVX-512 brgemm on a packed weight
-    the GEMV keeps M = 1 (M <= 4 on weights up to 4 MiB) in fp32, nothing against native bf16;
-    otherwise M <= 16 (M <= 4 against native bf16)."""
+    the GEMV keeps M = 1 (M <= 4 on weights up to 4 MiB) in fp32, M <= 4 for a bf16 weight
+    computed in fp32 (oneDNN reads its fp32 pack, the GEMV the bf16 rows), nothing against
+    native bf16; otherwise M <= 16 (M <= 4 against native bf16)."""
     if packed and onednn_isa.startswith("avx512"):
-        return 0 if native_bf16 else (4 if weight_bytes <= 4 << 20 else 1)
+        if native_bf16:
+            return 0
+        return 4 if bf16 or weight_bytes <= 4 << 20 else 1
     return 4 if native_bf16 else 16
 
 
@@ -281,8 +284,8 @@ def test_small_m_rule_follows_the_measured_crossover(onednn_isa):
         assert not r["isa"].startswith("avx512"), r["isa"]
     paths = set()
     for dtype, m, packed, weight_bytes, notes in r["seen"]:
-        native = dtype == "torch.bfloat16" and r["native_bf16"]
-        gemv = m <= _gemv_limit(r["isa"], native, packed, weight_bytes)
+        bf16 = dtype == "torch.bfloat16"
+        gemv = m <= _gemv_limit(r["isa"], bf16, bf16 and r["native_bf16"], packed, weight_bytes)
         assert notes, (dtype, m, packed)
         for n in notes:
             ran_gemv = n.startswith("gemv ") or (n.startswith("aten: eager's ops were faster") and n.endswith(" rows)"))

@@ -48,7 +48,13 @@ namespace {
 //    at M <= 4, where the GEMV stays 0-35% faster (L2/L3-resident: 1-4 MB weights). M = 1
 //    stays with the GEMV (ties on large weights, 10-15% faster on small ones). With native
 //    bf16 (vdpbf16ps) oneDNN ties the GEMV at M = 1 on small weights and is 1.6x faster on
-//    large ones, and faster at every larger M: never the GEMV.
+//    large ones, and faster at every larger M: never the GEMV. A bf16/fp16 weight computed in
+//    fp32 is another matter: the GEMV reads its 2-byte rows, oneDNN the fp32 pack, twice the
+//    bytes. There the GEMV stays faster up to M = 4 at every size (Intel AVX512-BF16 host
+//    without AMX, bf16: 1.1-1.5x at M = 4 on 8-34 MB weights in `make micro`; 1.1-1.6x on
+//    16-32 MB and 2.7-3.2x on LLaMA-7B's 90 MB MLP weight, where oneDNN took longer than
+//    eager: benchmarks/results/aten-native-alternative/gemv_m4.txt); at M = 8 oneDNN ties or
+//    wins.
 //  - oneDNN on AVX-512, weight read in place (pack_weights=False, a non-parameter weight): the
 //    GEMV wins up to M = 16 in fp32 and up to M = 4 against native bf16.
 // Whichever runs, its first call is measured against eager as always.
@@ -56,6 +62,7 @@ constexpr int64_t kGemvMaxM = 16;
 constexpr int64_t kGemvMaxMNativeBf16 = 4;
 constexpr int64_t kGemvMaxMAvx512Packed = 1;
 constexpr int64_t kGemvMaxMAvx512PackedSmall = 4;  // weights up to kSmallWeightBytes
+constexpr int64_t kGemvMaxMAvx512PackedWidened = 4;  // a bf16/fp16 weight computed in fp32
 constexpr int64_t kSmallWeightBytes = 4 << 20;
 constexpr int64_t kGemvMaxMNativeBf16Packed = 0;
 
@@ -77,9 +84,10 @@ bool widens_per_call(bool widen, bool folds_bn, bool freezing) {
   return widen && !folds_bn && !freezing && !onednn_has_brgemm_matmul();
 }
 
-int64_t gemv_max_m(bool native_half, bool onednn_packs, int64_t weight_bytes) {
+int64_t gemv_max_m(bool native_half, bool widened, bool onednn_packs, int64_t weight_bytes) {
   if (onednn_packs && onednn_has_brgemm_matmul()) {
     if (native_half) return kGemvMaxMNativeBf16Packed;
+    if (widened) return kGemvMaxMAvx512PackedWidened;
     return weight_bytes <= kSmallWeightBytes ? kGemvMaxMAvx512PackedSmall : kGemvMaxMAvx512Packed;
   }
   return native_half ? kGemvMaxMNativeBf16 : kGemvMaxM;
@@ -256,7 +264,8 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     if (src.scalar_type() != io && src.scalar_type() != at::kFloat) return false;
     const std::vector<at::Tensor> bn = bn_tensors(stack);
     if (gemv_policy_ == Policy::Auto &&
-        src.size(0) > gemv_max_m(native_half, cache_pack(w, bias, bn), static_cast<int64_t>(w.nbytes())))
+        src.size(0) > gemv_max_m(native_half, !native_half && io != at::kFloat, cache_pack(w, bias, bn),
+                                 static_cast<int64_t>(w.nbytes())))
       return false;
     const at::Tensor rows = f_.weight_nk || frozen() ? w : w.t();  // frozen: never read (no op on it)
     const bool direct = !frozen() && bn.empty() && (rows.stride(1) == 1 || rows.size(1) == 1);
