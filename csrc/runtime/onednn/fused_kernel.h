@@ -47,8 +47,8 @@
 #include "runtime/choice_cache.h"
 #include "runtime/host.h"
 #include "runtime/kernel.h"
-#include "runtime/onednn/reference.h"
 #include "runtime/onednn/common.h"
+#include "runtime/onednn/reference.h"
 #include "runtime/shared_choices.h"
 #include "runtime/value_bounds.h"
 
@@ -575,8 +575,9 @@ class FusedKernel : public Kernel {
   // speed, and in fp32 ATen (MKL) beats oneDNN's gemm on some shapes, as the fp32 model's
   // first calls find (GPT-2's Conv1D addmm). Where ATen has native kernels, eager's own ops:
   // on the Intel host where bf16 dot products are slow (native_bf16), the widened ops took
-  // 2.4x eager's bf16 time for a 1 x 1024 -> 4096 Linear (each call widened the weight), so
-  // a first call that chose them ran slower than eager itself.
+  // 2.3x eager's bf16 time for a 1 x 1024 -> 4096 Linear and 14x at M = 4 for 4096 -> 4096
+  // (each call widened the weight: benchmarks/results/aten-native-alternative/), so a first
+  // call that chose them ran slower than eager itself.
   at::Tensor eager_result(const Stack& stack) const {
     const c10::ScalarType wt = stack[1].isTensor() ? stack[1].toTensor().scalar_type() : out_dtype_;
     if (!wide_io_ && (compute_dtype(wt) == wt || (!aten_widened_ && aten_runs_natively(wt)))) return reference(stack);
