@@ -5,7 +5,8 @@ and rounds once: ATen's bf16 GEMM is emulated on the AVX2 host at a fifth of fp3
 its fp32 one (MKL) beats oneDNN's gemm on some shapes, as the fp32 model's own first calls find
 (GPT-2's Conv1D addmm on the AVX2 host took 1.26x its fp32 time in bf16, 1.14x with this). Where
 ATen is native (the Intel AVX512-BF16 host without AMX, where fxcpp computes bf16 in fp32), the
-widened ops took 2.4x eager's time, so choosing them made fxcpp slower than eager.
+widened ops took 2.3x eager's time at M = 1 and 14x at M = 4
+(benchmarks/results/aten-native-alternative/), so choosing them made fxcpp slower than eager.
 FXCPP_BF16=fp32 makes any host compute bf16 in fp32, FXCPP_ATEN_WIDEN=1 gives it the emulating
 host's ATen alternative, and FXCPP_KERNEL_CHOICE=aten takes the ATen path."""
 import pytest
@@ -19,8 +20,9 @@ from fxcpp import _C
 pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
 
 
-ATEN_NATIVE = {torch.bfloat16: torch.ops.mkldnn._is_mkldnn_bf16_supported(),
-               torch.float16: torch.ops.mkldnn._is_mkldnn_fp16_supported()}
+# What fxcpp asks torch (reference.h, aten_runs_natively); a torch without the op: emulated.
+ATEN_NATIVE = {torch.bfloat16: getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: False)(),
+               torch.float16: getattr(torch.ops.mkldnn, "_is_mkldnn_fp16_supported", lambda: False)()}
 
 
 def _linear_gelu_on_aten(monkeypatch, bf16: str, dtype=torch.bfloat16):
