@@ -2,9 +2,18 @@
 OpenMP (torch's thread pool, which oneDNN and fxcpp's kernels share) cannot start a parallel
 region in a forked child of a process that used one, under eager too, so a worker sets one thread
 first (README, Reliability, "Fork"); then the compiled model, its packed weights and a new shape's
-compile work in the child and give eager's results."""
+compile work in the child and give eager's results.
+
+Where torch sees a GPU, Dynamo itself initializes CUDA at every frame compile (convert_frame.py's
+preserve_global_state saves `torch.cuda.get_rng_state()` when `torch.cuda.is_available()`), so the
+parent's compile leaves CUDA initialized and a forked child's next compile, under any backend, meets
+torch's "Cannot re-initialize CUDA in forked subprocess". There the child still serves the parent's
+compiled shapes; the new shape's error is the one expected. (On the H200 machine with torch 2.11,
+2026-11-30, this test's child failed without reporting why; the reason above is read from torch's
+source, and the child now sends its traceback back.)"""
 import multiprocessing
 import queue
+import traceback
 
 import torch
 import torch.nn as nn
@@ -29,12 +38,22 @@ def test_a_forked_worker_serves_the_parents_compiled_model():
         expected, expected_new = model(x), model(x_new)
     assert graphs and Report(graphs).kernel_counts["onednn"] > 0
 
+    gpu = torch.cuda.is_available()  # Dynamo initialized CUDA in the parent's compile (docstring)
+
     def worker(results):
-        torch.set_num_threads(1)
-        with torch.no_grad():
-            same = compiled(x)          # the parent's plan and packed weights
-            new = compiled(x_new)       # a new shape: compiled in the child
-        results.put((same.tolist(), new.tolist()))  # plain numbers: the child exits after
+        try:
+            torch.set_num_threads(1)
+            with torch.no_grad():
+                same = compiled(x)          # the parent's plan and packed weights
+                try:
+                    new = compiled(x_new).tolist()  # a new shape: compiled in the child
+                except RuntimeError as e:
+                    if not gpu:
+                        raise
+                    new = str(e)
+            results.put(("ok", same.tolist(), new))  # plain numbers: the child exits after
+        except BaseException:  # the parent's assert shows why, not a 120 s wait
+            results.put(("error", traceback.format_exc(), None))
 
     ctx = multiprocessing.get_context("fork")
     results = ctx.Queue()
@@ -50,8 +69,12 @@ def test_a_forked_worker_serves_the_parents_compiled_model():
         if c.is_alive():
             c.kill()
     assert got is not None, "a forked worker did not answer within 120 s"
-    assert [c.exitcode for c in children] == [0, 0]
-    for same, new in got:
+    for status, same, new in got:
+        assert status == "ok", f"a forked worker failed:\n{same}"
         assert torch.equal(torch.tensor(same), parent)
-        torch.testing.assert_close(torch.tensor(new), expected_new)
+        if gpu:
+            assert isinstance(new, str) and "forked subprocess" in new, new
+        else:
+            torch.testing.assert_close(torch.tensor(new), expected_new)
+    assert [c.exitcode for c in children] == [0, 0]
     torch.testing.assert_close(parent, expected)

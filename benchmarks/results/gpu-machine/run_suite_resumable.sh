@@ -13,7 +13,7 @@ HERE=$(pwd)/benchmarks/results/gpu-machine
 export PYTHONPATH=$HERE DONE_LOG=/tmp/done.log OMP_NUM_THREADS=2 PYTHONUNBUFFERED=1
 OPTS="-q -p no:cacheprovider -p xdist -n 14 -p done_log -rfEs --ignore=python/test_soak.py --deselect=python/test_bench_harness.py::test_serving_peers_run_beside_fxcpp_and_a_failing_one_is_recorded"
 if [ "${PHASE:-1}" = 1 ]; then
-  rm -f $DONE_LOG
+  rm -f $DONE_LOG $DONE_LOG.fail
   python3 -m pip install -q --no-index --no-deps .whl/*.whl 2>&1 | tail -2
   python3 -m pip install -q --no-build-isolation --no-deps . > $OUT/build.txt 2>&1 || { tail -50 $OUT/build.txt; exit 1; }
   echo "built after $(( $(date +%s) - T0 )) s"
@@ -27,6 +27,6 @@ else
   cd tests && timeout $(( ${LIMIT_S:-580} - ($(date +%s) - T0) )) python3 $HERE/resume_suite.py $OPTS > $OUT/suite2.txt 2>&1
   echo "rc=$?" >> $OUT/suite2.txt; tail -25 $OUT/suite2.txt
 fi
-cp $DONE_LOG $OUT/done.log 2>/dev/null
+cp $DONE_LOG $OUT/done.log 2>/dev/null; cp $DONE_LOG.fail $OUT/failures.txt 2>/dev/null
 echo "outcomes so far: $(cut -d' ' -f1 $DONE_LOG | sort | uniq -c | tr '\n' ' ')"
 echo "phase ${PHASE:-1} done after $(( $(date +%s) - T0 )) s"
