@@ -1,5 +1,5 @@
 # The freshness check each session starts with (weights changed in place under no_grad, next call against eager).
-import torch, torch.nn as nn, fxcpp
+import torch, torch.nn as nn, fxcpp  # noqa: F401  (fxcpp registers the backend)
 torch.manual_seed(0)
 ok = True
 def check(name, model, x, mutate, dtype=torch.float32, tol=1e-4):

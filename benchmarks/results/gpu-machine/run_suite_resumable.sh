@@ -19,6 +19,9 @@ if [ "${PHASE:-1}" = 1 ]; then
   echo "built after $(( $(date +%s) - T0 )) s"
   nvidia-smi -L; python3 -c "import torch, fxcpp; print(torch.__version__, torch.cuda.is_available(), fxcpp._C.host_info())"
   lscpu | grep -i "model name"; nproc; cat COMMIT 2>/dev/null
+  # The compiler that built fxcpp, and the inlining check alone (its report was lost on 2026-11-30).
+  ${CXX:-c++} --version | head -1; readelf -p .comment "$(python3 -c 'import fxcpp._C as c; print(c.__file__)')"
+  (cd tests && python3 -m pytest -q -p no:cacheprovider python/test_interp_inlining.py 2>&1 | tail -30 | tee $OUT/inlining.txt)
   (cd /tmp && python3 $HERE/fresh_check.py) 2>&1 | tee $OUT/fresh_check.txt | tail -3
   echo "fresh check done after $(( $(date +%s) - T0 )) s"
   cd tests && timeout $(( ${LIMIT_S:-580} - ($(date +%s) - T0) )) python3 -m pytest $OPTS > $OUT/suite1.txt 2>&1
