@@ -7,6 +7,13 @@ from fxcpp.verify import same_as_eager  # noqa: F401  (the harness rule, strict 
 from fxcpp.verify import tolerance as tol_for
 
 
+def aten_runs_natively(dtype) -> bool:
+    """Whether ATen's oneDNN has bf16 / fp16 kernels on this host: what fxcpp asks torch
+    (runtime/onednn/reference.h, aten_runs_natively); a torch without the query: emulated."""
+    name = {torch.bfloat16: "_is_mkldnn_bf16_supported", torch.float16: "_is_mkldnn_fp16_supported"}.get(dtype)
+    return name is not None and getattr(torch.ops.mkldnn, name, lambda: False)()
+
+
 def assert_same(ref, res, tol=None, fp64_ref=None):
     """fxcpp.verify.same_as_eager (PyTorch's harness rule, strict where an output holds a NaN),
     or an assertion error showing both results."""

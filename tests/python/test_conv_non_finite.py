@@ -13,12 +13,11 @@ import torch.nn.functional as F
 
 import fxcpp
 from fxcpp import _C
-from helpers import assert_same
+from helpers import assert_same, aten_runs_natively
 
 pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
 
 ONEDNN_BF16 = _C.host_info()["onednn_bf16"]
-ATEN_NATIVE_BF16 = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: False)()  # as reference.h asks
 
 
 @pytest.fixture
@@ -93,7 +92,7 @@ def test_non_finite_inputs_stay_where_eager_puts_them(case, bad, channels_last, 
     fn, w, ic = _conv(case)
     x = _input(ic, bad, channels_last)
     torch._dynamo.reset()
-    eagers_own = _C.host_info()["native_bf16"] or (choice == "aten" and ATEN_NATIVE_BF16)
+    eagers_own = _C.host_info()["native_bf16"] or (choice == "aten" and aten_runs_natively(torch.bfloat16))
     exact = None if eagers_own else fn(x.double(), w.double())
     with torch.no_grad():
         _assert_like_eager(fn(x, w), torch.compile(fn, backend="fxcpp")(x, w), exact)

@@ -16,13 +16,9 @@ import torch.nn.functional as F
 
 import fxcpp
 from fxcpp import _C
+from helpers import aten_runs_natively
 
 pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
-
-
-# What fxcpp asks torch (reference.h, aten_runs_natively); a torch without the op: emulated.
-ATEN_NATIVE = {torch.bfloat16: getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: False)(),
-               torch.float16: getattr(torch.ops.mkldnn, "_is_mkldnn_fp16_supported", lambda: False)()}
 
 
 def _linear_gelu_on_aten(monkeypatch, bf16: str, dtype=torch.bfloat16):
@@ -60,7 +56,7 @@ def test_computed_in_fp32_the_aten_path_is_eagers_own_where_aten_is_native(monke
         eager = m(x)
         wide = F.gelu(F.linear(x.float(), m[0].weight.float(), m[0].bias.float())).to(dtype)
     assert not torch.equal(eager, wide)
-    assert torch.equal(_on_aten(m, x), eager if ATEN_NATIVE[dtype] else wide)
+    assert torch.equal(_on_aten(m, x), eager if aten_runs_natively(dtype) else wide)
 
 
 def test_with_native_kernels_the_aten_path_is_eagers_own(monkeypatch):
