@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import operator
 from collections import Counter
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -174,10 +174,12 @@ def recording(into: list):
 
 def explain(model_or_fn, *inputs, options=None) -> Report:
     """Compile with fxcpp, run twice (the second run is timed), report per FX node."""
-    from .compiler import backend
-
     opts = Options.parse(options).replace(profile=True)
-    compiled = torch.compile(model_or_fn, backend=functools.partial(backend, options=opts))
+    # By name, not as a callable: Dynamo keeps, past torch._dynamo.reset(), weak references to
+    # the parameters of a graph compiled by a callable backend (aot_eager's too), and
+    # torch.utils.swap_tensors then refuses them.
+    compiled = torch.compile(model_or_fn, backend="fxcpp",
+                             options={f.name: getattr(opts, f.name) for f in dataclasses.fields(opts)})
     graphs: list = []
     with recording(graphs):
         compiled(*inputs)

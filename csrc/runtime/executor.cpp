@@ -382,9 +382,14 @@ std::vector<c10::IValue> Executable::execute(std::vector<c10::IValue> inputs, st
     if (stack.size() != s.outs.size())
       throw NodeError(*s.node, "kernel returned " + std::to_string(stack.size()) + " values, expected " + std::to_string(s.outs.size()));
     for (size_t k = 0; k < s.outs.size(); ++k) frame[s.outs[k]] = std::move(stack[k]);
+    // Kept detached: a view keeps its base (a parameter) in its autograd metadata, and a kept
+    // reference to a user's tensor makes torch.utils.swap_tensors refuse it. The alias still
+    // shares the storage, so no kernel takes that buffer over in place (storage use counts).
     if (fresh && static_.step[i])
       for (int o : s.outs)
-        if (static_.frontier_index[o] >= 0) fresh->values[static_.frontier_index[o]] = frame[o];
+        if (static_.frontier_index[o] >= 0)
+          fresh->values[static_.frontier_index[o]] =
+              frame[o].isTensor() && frame[o].toTensor().defined() ? c10::IValue(frame[o].toTensor().detach()) : frame[o];
     if (!keep_all)
       for (int r : s.release) frame[r] = c10::IValue();
     if (resolving) drop_adopted_after(i, inputs_frame);

@@ -45,22 +45,32 @@ uint32_t version_of(const at::Tensor& t) {
 TensorStamp TensorStamp::of(const at::Tensor& t) {
   TensorStamp s;
   s.guard = cow_guard(t);  // first: reading t below must not be a write
-  s.impl.emplace(t.getIntrusivePtr());
   s.version = version_of(t);
   s.data = t.const_data_ptr();
+  s.dtype = t.scalar_type();
+  s.sizes.assign(t.sizes().begin(), t.sizes().end());
+  s.strides.assign(t.strides().begin(), t.strides().end());
+  s.offset = t.storage_offset();
   return s;
 }
 
+namespace {
+bool same_geometry(const TensorStamp& s, const at::Tensor& t) {
+  return s.dtype == t.scalar_type() && t.sizes().equals(at::IntArrayRef(s.sizes)) &&
+         t.strides().equals(at::IntArrayRef(s.strides));
+}
+}  // namespace
+
 bool TensorStamp::matches(const at::Tensor& t) const {
-  // A live weak reference keeps the TensorImpl's memory, and the guard keeps the old bytes,
-  // so neither address can be reused by a new tensor. const_data_ptr: reading never copies.
-  return guard && impl && impl->_unsafe_get_target() == t.unsafeGetTensorImpl() && !impl->expired() &&
-         version == version_of(t) && data == t.const_data_ptr();
+  // The guard keeps the old bytes allocated and unwritten (a write first moves the writer to
+  // new memory), so no other memory can be at `data`: the same pointer, shape, strides and
+  // dtype read the same values. const_data_ptr: reading never copies.
+  return guard && data == t.const_data_ptr() && version == version_of(t) && same_geometry(*this, t);
 }
 
 bool TensorStamp::moved_unchanged(const at::Tensor& t) const {
-  if (!guard || !impl || impl->_unsafe_get_target() != t.unsafeGetTensorImpl() || impl->expired() ||
-      version != version_of(t) || !t.has_storage())
+  if (!guard || version != version_of(t) || !t.has_storage() || t.storage_offset() != offset ||
+      !same_geometry(*this, t))
     return false;
   const c10::StorageImpl& now = *t.storage().unsafeGetStorageImpl();
   const size_t n = now.nbytes();

@@ -1,33 +1,40 @@
 // What a kept result (a packed weight, a cached parameter-derived value) was computed from:
-// the identity, version and memory of each source tensor, so a later call can tell whether
+// the memory, geometry and version of each source tensor, so a later call can tell whether
 // any source changed since.
 //
-// A parameter changed in place (version bump), replaced (new TensorImpl) or re-pointed (data
-// pointer) is seen. Writes that move no version counter (`w.data.mul_()`, numpy) are seen
-// through `guard`, a copy-on-write clone of the source's storage: while it lives, any write
-// to the source, through any alias, first copies the source to new memory (PyTorch's COW
-// storage), so the data pointer no longer matches. The guard shares the bytes: no extra
-// memory until a write. A storage that cannot be guarded (shared memory, mmap, numpy-owned)
-// never matches: what was computed from it is recomputed at every call.
+// A parameter changed in place (version bump, and a write moves it: below), replaced by one
+// over other memory or of another shape, or re-pointed (data pointer) is seen. Writes that
+// move no version counter (`w.data.mul_()`, numpy) are seen through `guard`, a copy-on-write
+// clone of the source's storage: while it lives, any write to the source, through any alias,
+// first copies the source to new memory (PyTorch's COW storage), so the data pointer no longer
+// matches. The guard shares the bytes: no extra memory until a write. It also keeps those
+// bytes allocated, so a tensor at the same data pointer, shape, strides and dtype holds the
+// same values, whichever TensorImpl it is. A stamp holds no reference of any kind to the
+// source's TensorImpl: torch.utils.swap_tensors (Module.to under
+// swap_module_params_on_conversion) refuses a tensor with one, strong or weak. A storage that
+// cannot be guarded (shared memory, mmap, numpy-owned) never matches: what was computed from
+// it is recomputed at every call.
 #pragma once
 #include <ATen/core/Tensor.h>
 #include <c10/core/StorageImpl.h>
+#include <c10/util/SmallVector.h>
 #include <c10/util/intrusive_ptr.h>
 
-#include <optional>
 #include <vector>
 
 namespace fxcpp {
 
 struct TensorStamp {
-  std::optional<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>> impl;
   uint32_t version = 0;
   const void* data = nullptr;
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
+  c10::SmallVector<int64_t, 5> sizes, strides;
+  int64_t offset = 0;  // into the storage, in elements
   c10::intrusive_ptr<c10::StorageImpl> guard;  // null: unguarded
   static TensorStamp of(const at::Tensor& t);
   bool matches(const at::Tensor& t) const;
   // t moved to new memory with the same bytes: an op that copied it only to read it (same
-  // tensor, same version; compared with the guard's copy of the old bytes).
+  // geometry, same version; compared with the guard's copy of the old bytes).
   bool moved_unchanged(const at::Tensor& t) const;
 };
 // Whether a tensor's writes can all be seen (its storage can carry a copy-on-write guard).

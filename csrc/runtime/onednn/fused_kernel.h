@@ -125,11 +125,7 @@ class FusedKernel : public Kernel {
       auto it = std::find_if(kept.begin(), kept.end(), [&](const auto& k) { return k.first == p.get(); });
       if (it == kept.end()) {
         auto q = std::make_shared<PackedWeights>(*p);
-        q->stamps.clear();
-        // An alias, not the tensor: a bias packed as it was (same dtype, contiguous) would keep
-        // the user's Parameter object alive.
-        q->weight = q->weight.detach();
-        if (q->bias.defined()) q->bias = q->bias.detach();
+        q->stamps.clear();  // (its weight and bias are aliases already: make_pack)
         it = kept.emplace(kept.end(), p.get(), q);
         if (!frozen_pack_for(q->layout)) frozen_packs_.push_back(q);
       }
@@ -491,6 +487,12 @@ class FusedKernel : public Kernel {
     auto p = std::make_shared<PackedWeights>();
     p->layout = layout;
     std::tie(p->weight, p->bias) = pack(wt, bt);
+    // Aliases, never the sources' own TensorImpls: a pack that is the weight or bias as it lies
+    // (its dtype and layout already) would hold the user's tensor, and torch.utils.swap_tensors
+    // (Module.to under swap_module_params_on_conversion, tensor-subclass parameters) refuses a
+    // tensor held elsewhere. The stamps know the sources by weak reference.
+    if (p->weight.defined()) p->weight = p->weight.detach();
+    if (p->bias.defined()) p->bias = p->bias.detach();
     // For the plain clamps, and for a convolution whose output bound a later one can use
     // (value_bounds.h; one more read of the weight at packing). The GEMV path applies post-ops
     // as ATen ops.
