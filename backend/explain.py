@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import operator
 from collections import Counter
-import dataclasses
 from dataclasses import dataclass
 
 import torch

@@ -490,7 +490,7 @@ class FusedKernel : public Kernel {
     // Aliases, never the sources' own TensorImpls: a pack that is the weight or bias as it lies
     // (its dtype and layout already) would hold the user's tensor, and torch.utils.swap_tensors
     // (Module.to under swap_module_params_on_conversion, tensor-subclass parameters) refuses a
-    // tensor held elsewhere. The stamps know the sources by weak reference.
+    // tensor held elsewhere. The stamps hold no reference either (tensor_stamp.h).
     if (p->weight.defined()) p->weight = p->weight.detach();
     if (p->bias.defined()) p->bias = p->bias.detach();
     // For the plain clamps, and for a convolution whose output bound a later one can use
