@@ -24,9 +24,19 @@ from .verify import FxcppVerifyError
 
 FxcppNodeError = _C.FxcppNodeError
 
+
+def refresh() -> None:
+    """Make every compiled model in this process compute its packed weights (and any value it
+    keeps that was computed from parameters alone) again from the current bytes, at its next
+    call. Needed only after a write fxcpp cannot see: through a raw alias of a parameter's
+    memory (a NumPy array from `w.detach().numpy()`, a DLPack capsule, a pointer held by C
+    code) that was taken before the compiled call that last read it. Every write through torch,
+    `.data` included, is seen without it. Process-wide; costs one re-pack per weight."""
+    _C.refresh_weights()
+
 __all__ = ["backend", "compile", "explain", "Options", "Report", "FxcppCompileError", "FxcppVerifyError", "FxcppNodeError",
            "FxcppPassError", "passes", "shape_prop",
-           "save", "FxcppSaveError"]
+           "save", "FxcppSaveError", "refresh"]
 
 
 def _configure_logging():

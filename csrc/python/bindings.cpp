@@ -27,6 +27,7 @@
 #include "runtime/host.h"
 #include "runtime/saved_plan.h"
 #include "runtime/shared_choices.h"
+#include "runtime/tensor_stamp.h"
 #include "runtime/value_bounds.h"
 #include "runtime/cpu/isa.h"
 #include "runtime/cpu/mkl_bf16_gemm.h"
@@ -334,6 +335,8 @@ PYBIND11_MODULE(_C, m) {
     return false;
 #endif
   });
+  m.def("refresh_weights", &fxcpp::refresh_all,
+        "Every packed weight and cached parameter-derived value is computed again at its next use.");
   // Process-wide counts of weights packed and primitives built (tests: no re-pack per call).
   m.def("onednn_stats", [] {
     py::dict d;

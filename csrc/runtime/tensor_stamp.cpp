@@ -3,6 +3,7 @@
 #include <ATen/ops/from_blob.h>
 #include <c10/core/impl/COW.h>
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 
@@ -15,6 +16,8 @@ std::mutex& guard_mutex() {
   static std::mutex m;
   return m;
 }
+
+std::atomic<uint64_t> g_epoch{0};  // refresh_all() calls so far
 
 c10::intrusive_ptr<c10::StorageImpl> cow_guard(const at::Tensor& t) {
   if (!t.device().is_cpu() || !t.has_storage()) return {};
@@ -42,8 +45,11 @@ uint32_t version_of(const at::Tensor& t) {
   return t.is_inference() ? 0 : t.unsafeGetTensorImpl()->version_counter().current_version();
 }
 
+void refresh_all() { g_epoch.fetch_add(1, std::memory_order_acq_rel); }
+
 TensorStamp TensorStamp::of(const at::Tensor& t) {
   TensorStamp s;
+  s.epoch = g_epoch.load(std::memory_order_acquire);
   s.guard = cow_guard(t);  // first: reading t below must not be a write
   s.version = version_of(t);
   s.data = t.const_data_ptr();
@@ -65,11 +71,14 @@ bool TensorStamp::matches(const at::Tensor& t) const {
   // The guard keeps the old bytes allocated and unwritten (a write first moves the writer to
   // new memory), so no other memory can be at `data`: the same pointer, shape, strides and
   // dtype read the same values. const_data_ptr: reading never copies.
-  return guard && data == t.const_data_ptr() && version == version_of(t) && same_geometry(*this, t);
+  return guard && epoch == g_epoch.load(std::memory_order_relaxed) && data == t.const_data_ptr() &&
+         version == version_of(t) && same_geometry(*this, t);
 }
 
 bool TensorStamp::moved_unchanged(const at::Tensor& t) const {
-  if (!guard || version != version_of(t) || !t.has_storage() || t.storage_offset() != offset ||
+  // After a refresh the guard's bytes prove nothing: a raw alias may have written them.
+  if (!guard || epoch != g_epoch.load(std::memory_order_relaxed) || version != version_of(t) || !t.has_storage() ||
+      t.storage_offset() != offset ||
       !same_geometry(*this, t))
     return false;
   const c10::StorageImpl& now = *t.storage().unsafeGetStorageImpl();

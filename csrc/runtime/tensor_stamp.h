@@ -25,6 +25,7 @@
 namespace fxcpp {
 
 struct TensorStamp {
+  uint64_t epoch = 0;  // refresh_all() calls before it was made: a later call makes it stale
   uint32_t version = 0;
   const void* data = nullptr;
   c10::ScalarType dtype = c10::ScalarType::Undefined;
@@ -51,6 +52,11 @@ std::vector<TensorStamp> stamps_of(const std::vector<at::Tensor>& ts);
 // Stamps that still describe ts once each moved-but-unchanged source is stamped again; false
 // when a source really changed (then what was computed from them must be recomputed).
 bool restamp(std::vector<TensorStamp>& s, const std::vector<at::Tensor>& ts);
+// Every stamp made before this call stops matching (fxcpp.refresh()): what was computed from
+// any source is computed again at its next use. For writes no stamp can see: through a raw
+// alias of a source's memory (a NumPy array, a DLPack capsule, a pointer held by C code) taken
+// while the copy-on-write guard was on it, which writes the guarded bytes in place.
+void refresh_all();
 // t's version counter; 0 for an inference tensor (made under torch.inference_mode), which has
 // none (reading it throws). Its in-place writes are still seen: through the COW guard.
 uint32_t version_of(const at::Tensor& t);
