@@ -138,9 +138,10 @@ def _write_through_numpy(model):
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_refresh_sees_writes_through_a_raw_alias(name):
+def test_refresh_sees_writes_through_a_raw_alias(name, monkeypatch):
     """A NumPy view taken before the compiled calls writes the guarded bytes in place, which no
     stamp can see; fxcpp.refresh() makes the next call compute every pack again."""
+    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")  # packs to refresh, whatever the first call measures
     torch.manual_seed(0)
     make, inp = MODELS[name]
     model, x = make(), inp()
@@ -184,9 +185,10 @@ def test_raw_alias_follows_the_parameter(monkeypatch):
     assert torch.equal(alias, model[0].weight)
 
 
-def test_raw_alias_taken_after_a_call_is_seen_at_its_first_write():
+def test_raw_alias_taken_after_a_call_is_seen_at_its_first_write(monkeypatch):
     """Taking the alias is a mutable access: the guarded parameter moves first, so the write
     that follows is seen without a refresh (a later one, after another call, is not: above)."""
+    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")  # a guarded pack, whatever the first call measures
     model, compiled, x = _compiled("linear")
     _check(model, compiled, x)
     arrays = _write_through_numpy(model)
