@@ -4,13 +4,15 @@
 //
 // A parameter changed in place (version bump, and a write moves it: below), replaced by one
 // over other memory or of another shape, or re-pointed (data pointer) is seen. Writes that
-// move no version counter (`w.data.mul_()`, numpy) are seen through `guard`, a copy-on-write
-// clone of the source's storage: while it lives, any write to the source, through any alias,
+// move no version counter (`w.data.mul_()`, writes through a NumPy view taken while this
+// guard was on: taking it moved the source) are seen through `guard`, a copy-on-write clone
+// of the source's storage: while it lives, any write to the source, through any alias,
 // first copies the source to new memory (PyTorch's COW storage), so the data pointer no longer
 // matches. The guard shares the bytes: no extra memory until a write. It also keeps those
 // bytes allocated, so a tensor at the same data pointer, shape, strides and dtype holds the
-// same values, whichever TensorImpl it is. A stamp holds no reference of any kind to the
-// source's TensorImpl: torch.utils.swap_tensors (Module.to under
+// same values, whichever TensorImpl it is. Not seen: writes through a raw alias taken before
+// the guard, which change the guarded bytes in place (refresh_all, below). A stamp holds no
+// reference of any kind to the source's TensorImpl: torch.utils.swap_tensors (Module.to under
 // swap_module_params_on_conversion) refuses a tensor with one, strong or weak. A storage that
 // cannot be guarded (shared memory, mmap, numpy-owned) never matches: what was computed from
 // it is recomputed at every call.
