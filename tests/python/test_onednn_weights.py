@@ -345,7 +345,7 @@ def test_guard_does_not_change_what_the_user_sees():
 def test_steady_state_never_repacks(name, monkeypatch):
     """Reading a guarded weight (our kernels, eager ops, aot's wrappers) never copies it: no re-pack per call."""
     # The packed path whatever the first call measures: under load a small Linear's can pick
-    # eager's addmm (1 of 2 runs with two test processes on two cores), which guards nothing.
+    # eager's addmm (2 of 3 runs with two test processes on two cores), which guards nothing.
     monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")
     model, compiled, x = _compiled(name)
     with torch.no_grad():
@@ -364,7 +364,7 @@ def test_unguardable_weight_is_never_cached(name, monkeypatch):
     into a cache (a matmul reads it in place, a conv reorders it into a per-thread buffer at
     every call), so a hidden write is still seen, and explain() says why."""
     # The oneDNN path, not the first call's measurement: on a tiny conv eager's op can win it
-    # (1 run in ~20 under load), and then no row says why nothing was cached.
+    # (3 of ~46 runs under load), and then no row says why nothing was cached.
     monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")
     model, compiled, x = _compiled(name)
     for p in model.parameters():
