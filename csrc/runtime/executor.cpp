@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include "runtime/release_freed_memory.h"
 #include "runtime/value_bounds.h"
 #include "runtime/wrap_number.h"
 
@@ -403,6 +404,11 @@ std::vector<c10::IValue> Executable::execute(std::vector<c10::IValue> inputs, st
   outs.reserve(outputs_.size());
   for (const auto& a : outputs_) outs.push_back(materialize(a, frame));
   if (frame_out) *frame_out = std::move(frame);
+  // The first call's packing, its path measurements' temporaries and (Options.freeze) the
+  // released originals are freed pages glibc keeps resident. Once per plan: BERT-base bf16
+  // with its paths forced (no measurement, which trims on its own) settled at 1165 MB, 998
+  // after a trim; it took 11 ms, 0.1 ms with nothing to give back.
+  if (!first_call_trimmed_.exchange(true, std::memory_order_relaxed)) release_freed_memory();
   return outs;
 }
 

@@ -137,6 +137,7 @@ class Executable {
   mutable std::vector<char> released_slot_;
   mutable std::unordered_map<int, std::vector<std::pair<size_t, int>>> adopted_readers_;  // readers_of each
   mutable std::shared_ptr<const StaticValues> static_values_;  // under static_mu_
+  mutable std::atomic<bool> first_call_trimmed_{false};  // release_freed_memory after the first call
 };
 
 }  // namespace fxcpp

@@ -24,9 +24,6 @@
 // unmeasured (eager's path would need the released weight).
 #pragma once
 #include <c10/util/Exception.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 #include <algorithm>
 #include <atomic>
@@ -49,6 +46,7 @@
 #include "runtime/kernel.h"
 #include "runtime/onednn/common.h"
 #include "runtime/onednn/reference.h"
+#include "runtime/release_freed_memory.h"
 #include "runtime/shared_choices.h"
 #include "runtime/value_bounds.h"
 
@@ -367,6 +365,10 @@ class FusedKernel : public Kernel {
     if (aten) drop_pack(e);
     at::Tensor out = aten ? std::move(eager) : std::move(mine);
     mine.reset(), eager.reset();
+    // The measurement's scratch results and ATen's temporaries are freed, but stay resident in
+    // glibc's heap: over a model's first call they added up to 200 MB of peak RSS (ResNet-50,
+    // BERT-base at batch 8). Handed back after each measurement (first calls only, at most
+    // kMaxMeasured per node), the peak stays near what is live.
     release_freed_memory();
     return out;
   }
@@ -628,16 +630,6 @@ class FusedKernel : public Kernel {
     // "gemv" and "mkl" force our own kernel too: the matmul kernel's small-M path or MKL's
     // bf16 GEMM, where it applies.
     return s == "onednn" || s == "gemv" || s == "mkl" ? kOnednn : s == "aten" ? kAten : kUndecided;
-  }
-
-  // The measurement's scratch results and ATen's temporaries are freed, but glibc keeps the
-  // freed pages of a fragmented heap resident: over a model's first call they added up to
-  // 200 MB of peak RSS (ResNet-50, BERT-base at batch 8). Handing them back after each
-  // measurement (first calls only, at most kMaxMeasured per node) keeps the peak near what is live.
-  static void release_freed_memory() {
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
   }
 
   // An entry that runs ATen keeps no packed copy of the weight.
