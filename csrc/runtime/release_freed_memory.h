@@ -3,6 +3,7 @@
 // call (packing, path measurements, temporaries) that was 100-200 MB of RSS on BERT-base and
 // ResNet-50. A no-op without glibc.
 #pragma once
+#include <cstdlib>  // defines __GLIBC__ (through <features.h>) before it is tested below
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
