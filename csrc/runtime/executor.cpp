@@ -406,9 +406,9 @@ std::vector<c10::IValue> Executable::execute(std::vector<c10::IValue> inputs, st
   if (frame_out) *frame_out = std::move(frame);
   // The first call's packing, its path measurements' temporaries and (Options.freeze) the
   // released originals are freed pages glibc keeps resident. Once per plan: BERT-base bf16
-  // with its paths forced (no measurement, which trims on its own) settled at 1165 MB, 998
-  // after a trim; it took 11 ms, 0.1 ms with nothing to give back.
-  // (A load first: later calls read the flag and write nothing.)
+  // with its paths forced (no measurement, which trims on its own) settled at 1174 MB, 1007
+  // with this trim; 1124 and 844 with Options.freeze (benchmarks/results/bf16-memory-intel-noamx/).
+  // It took 11 ms there, 0.1 ms with nothing to give back. A load first: later calls write nothing.
   if (!first_call_trimmed_.load(std::memory_order_relaxed) && !first_call_trimmed_.exchange(true, std::memory_order_relaxed))
     release_freed_memory();
   return outs;
