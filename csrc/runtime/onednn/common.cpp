@@ -306,6 +306,11 @@ std::pair<at::Tensor, at::Tensor> fold_batchnorm(const at::Tensor& w, const at::
   return {w2.contiguous(), b2.contiguous()};
 }
 
+at::Tensor weight_for_reorder(const at::Tensor& w, c10::ScalarType cdt) {
+  const bool widening = cdt == at::kFloat && (w.scalar_type() == at::kBFloat16 || w.scalar_type() == at::kHalf);
+  return widening && w.is_non_overlapping_and_dense() ? w : w.to(cdt);
+}
+
 at::Tensor reorder_to(const at::Tensor& src, const memory::desc& user, const memory::desc& target) {
   at::Tensor out = alloc_for(target);
   memory from = as_memory(src, user), to = as_dst_memory(out, target);

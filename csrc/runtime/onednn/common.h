@@ -102,6 +102,12 @@ struct PackedWeights {
 std::pair<at::Tensor, at::Tensor> fold_batchnorm(const at::Tensor& w, const at::Tensor& b, const at::Tensor& gamma,
                                                  const at::Tensor& beta, const at::Tensor& mean, const at::Tensor& var,
                                                  double eps, int64_t oc_dim);
+// What to reorder into a weight of compute dtype `cdt`: a dense bf16/fp16 weight as it is, for
+// oneDNN's reorder widens it exactly as it moves it. Converting it first (w.to(cdt)) made a
+// plain fp32 copy per weight that the reorder then copied again: a first call's transients
+// that glibc kept resident, 123 MB of freed heap on BERT-base bf16 (283 MB with Options.freeze).
+// Anything else is converted first, as before.
+at::Tensor weight_for_reorder(const at::Tensor& w, c10::ScalarType cdt);
 // Reorders `src` (described by `user`) into a new buffer laid out as `target`.
 at::Tensor reorder_to(const at::Tensor& src, const memory::desc& user, const memory::desc& target);
 // The same into `dst` (described by `target`): a packed weight back to a plain tensor.

@@ -168,7 +168,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
       auto pack_for = [&](ConvEntry& r) {
         return packed_weights(r, w, bias, bn, PackLayout{"onednn", r.descs.weights},
                               [&](const at::Tensor& wt, const at::Tensor& bt) {
-                                const at::Tensor wc = wt.to(cdt);
+                                const at::Tensor wc = weight_for_reorder(wt, cdt);
                                 return std::make_pair(reorder_to(wc, weight_plain(wc), r.pd.weights_desc()),
                                                       bt.defined() ? bt.to(bias_dt).contiguous() : at::Tensor());
                               });
@@ -197,7 +197,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
         if (packed->bias.defined()) args.add(DNNL_ARG_BIAS, r->descs.bias, packed->bias.const_data_ptr());
       } else {
         auto [wt, bt] = folded(w, bias, bn);
-        const at::Tensor wc = wt.to(cdt);
+        const at::Tensor wc = weight_for_reorder(wt, cdt);
         args.add(DNNL_ARG_WEIGHTS, r->descs.weights,
                  reorder_to_thread_buffer(wc, weight_plain(wc), r->descs.weights).get_data_handle());
         if (bt.defined()) args.add(DNNL_ARG_BIAS, r->descs.bias, (b_hold = bt.to(bias_dt).contiguous()).const_data_ptr());

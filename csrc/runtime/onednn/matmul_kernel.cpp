@@ -210,17 +210,17 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
       auto pack_for = [&](MatmulEntry& r) {
         return packed_weights(r, w, bias, bn, PackLayout{"onednn", r.descs.weights},
                               [&](const at::Tensor& wt, const at::Tensor& bt) {
-                                const at::Tensor wc = wt.to(cdt);
+                                const at::Tensor wc = weight_for_reorder(wt, cdt);
                                 auto [d, st] = logical_weight(wc);
                                 const memory::desc as_it_lies = plain_desc(wc, d, st);
                                 // The primitive reads the weight's own layout (build: oneDNN's
                                 // gemm): the pack is the weight itself, an alias of the parameter
                                 // (kept fresh by the same stamps; cache_pack packs only guardable
                                 // storages, which own their memory) or the widened/folded copy.
-                                const bool own_layout = as_it_lies == r.pd.weights_desc();
-                                if (own_layout && wc.is_same(w)) ++stats().packs_in_place;
+                                const bool own_layout = plain_desc(dtype_of(cdt), d, st) == r.pd.weights_desc();
+                                if (own_layout && wc.scalar_type() == cdt && wc.is_same(w)) ++stats().packs_in_place;
                                 const at::Tensor packed_w =
-                                    own_layout ? wc.detach() : reorder_to(wc, as_it_lies, r.pd.weights_desc());
+                                    own_layout ? wc.to(cdt).detach() : reorder_to(wc, as_it_lies, r.pd.weights_desc());
                                 return std::make_pair(packed_w, bt.defined() ? bt.to(bias_dt).contiguous() : at::Tensor());
                               });
       };
