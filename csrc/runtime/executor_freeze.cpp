@@ -35,6 +35,22 @@ std::vector<int> Executable::freeze_candidates(const std::vector<c10::IValue>& i
     for (const auto& a : st.args)
       if (a.kind == ArgSlot::Kind::List) collect_slots(a, slots);
   for (int s : slots) pinned[s] = true;
+  // A frozen kernel runs from its packs alone. Where one of its weight's sources (weight, bias,
+  // BatchNorm) is computed in the graph (`w.t()` in the model's code, a weight norm), that value
+  // is no graph input the plan could hand the kernel when it freezes, and the kernel would stop
+  // following the kept parameter it is computed from: such a kernel is never frozen, so its
+  // other sources stay (one copy each). (Before, its bias was released and the first call raised
+  // "Expected Tensor but got None".)
+  std::vector<bool> is_input(num_slots_, false);
+  for (const Value* v : ins) is_input[v->id] = true;
+  auto reads_a_computed_source = [&](size_t k) {
+    const Step& st = steps_[k];
+    for (size_t j = 0; j < st.args.size(); ++j)
+      if (st.args[j].kind == ArgSlot::Kind::Slot && !is_input[st.args[j].slot] &&
+          st.kernel->may_freeze_arg(static_cast<int>(j)))
+        return true;
+    return false;
+  };
   std::vector<int> out;
   for (size_t i = 0; i < ins.size(); ++i) {
     const Value* v = ins[i];
@@ -42,8 +58,9 @@ std::vector<int> Executable::freeze_candidates(const std::vector<c10::IValue>& i
         !inputs[i].toTensor().defined() || inputs[i].toTensor().numel() == 0)
       continue;
     const auto readers = readers_of(v->id);
-    const bool ok = std::all_of(readers.begin(), readers.end(),
-                                [&](const auto& r) { return steps_[r.first].kernel->may_freeze_arg(r.second); });
+    const bool ok = std::all_of(readers.begin(), readers.end(), [&](const auto& r) {
+      return steps_[r.first].kernel->may_freeze_arg(r.second) && !reads_a_computed_source(r.first);
+    });
     if (!readers.empty() && ok) out.push_back(static_cast<int>(i));
   }
   return out;

@@ -201,6 +201,42 @@ def test_a_weight_an_aten_op_reads_stays_and_the_others_go():
         assert_same(F.linear(torch.relu(F.linear(F.embedding(ids, w), mid_w, mid_b)), w), f(ids))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("computed", ["transposed", "scaled"])
+def test_a_kernel_whose_weight_is_computed_in_the_graph_is_not_frozen(computed, dtype):
+    """A Linear whose weight the model computes (`w.t()`, `w * g`) from a parameter: that value is
+    no graph input the plan could freeze the kernel with, so the kernel's bias is not released
+    either, and a change to the parameter is still seen. (Its bias used to be released, and the
+    first call raised "Expected Tensor but got None".) The plain Linear beside it is frozen."""
+
+    class Computed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(32, 24) * 0.2)  # [K, N] where transposed
+            self.g = nn.Parameter(torch.rand(24, 1) + 0.5)
+            self.b = nn.Parameter(torch.randn(24) * 0.2)
+            self.plain = nn.Linear(24, 16)
+
+        def forward(self, x):
+            w = self.w.t() if computed == "transposed" else self.w.t() * self.g
+            return self.plain(torch.relu(F.linear(x, w, self.b)))
+
+    torch.manual_seed(0)
+    model = Computed().eval().to(dtype)
+    x = torch.randn(16, 32).to(dtype)
+    plain_params = (model.plain.weight.detach().clone(), model.plain.bias.detach().clone())
+    f, ref, out = frozen(model, x)
+    assert_same(ref, out)
+    assert type(model.b) is nn.Parameter and type(model.w) is nn.Parameter
+    assert isinstance(model.plain.weight, ReleasedTensor)
+    with torch.no_grad():
+        assert_same(ref, f(x))
+        model.w.mul_(2)  # the kernel is not frozen: it follows w
+        w = model.w.t() if computed == "transposed" else model.w.t() * model.g
+        expected = F.linear(torch.relu(F.linear(x, w, model.b)), *plain_params)
+        assert_same(expected, f(x))
+
+
 def test_a_graph_that_mutates_an_input_is_not_frozen():
     class Counting(nn.Module):
         def __init__(self):
