@@ -112,5 +112,5 @@ def test_widened_weight_is_exact_in_every_layout_and_stays_fresh(name, dtype, ho
     with torch.no_grad():
         _assert_widened(compiled(x), ref, dtype)
         _assert_widened(compiled(x), ref, dtype)
-        next(model.parameters()).data.mul_(2)  # no version bump: the stamps' copy-on-write guard sees it
+        next(model.parameters()).data.mul_(2)  # no version bump: a pack's copy-on-write guard sees it (unpacked: read per call)
         _assert_widened(compiled(x), _fp32_reference(model, x, dtype), dtype)
