@@ -112,5 +112,6 @@ def test_widened_weight_is_exact_in_every_layout_and_stays_fresh(name, dtype, ho
     with torch.no_grad():
         _assert_widened(compiled(x), ref, dtype)
         _assert_widened(compiled(x), ref, dtype)
-        next(model.parameters()).data.mul_(2)  # no version bump: a pack's copy-on-write guard sees it (unpacked: read per call)
+        # No version bump: a pack's copy-on-write guard sees it (unpacked, the weight is read per call).
+        next(model.parameters()).data.mul_(2)
         _assert_widened(compiled(x), _fp32_reference(model, x, dtype), dtype)
