@@ -41,12 +41,10 @@ std::vector<int> Executable::freeze_candidates(const std::vector<c10::IValue>& i
   // following the kept parameter it is computed from: such a kernel is never frozen, so its
   // other sources stay (one copy each). (Before, its bias was released and the first call raised
   // "Expected Tensor but got None".)
-  std::vector<bool> is_input(num_slots_, false);
-  for (const Value* v : ins) is_input[v->id] = true;
   auto reads_a_computed_source = [&](size_t k) {
     const Step& st = steps_[k];
     for (size_t j = 0; j < st.args.size(); ++j)
-      if (st.args[j].kind == ArgSlot::Kind::Slot && !is_input[st.args[j].slot] &&
+      if (st.args[j].kind == ArgSlot::Kind::Slot && !graph_->values()[st.args[j].slot]->is_input &&
           st.kernel->may_freeze_arg(static_cast<int>(j)))
         return true;
     return false;
