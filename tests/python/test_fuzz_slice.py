@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import fuzz  # noqa: E402
 from grammar import generate  # noqa: E402
 
-SEEDS, BATCH = 100, 50
+SEEDS, BATCH = 150, 50
 
 
 @pytest.mark.parametrize("start", range(0, SEEDS, BATCH))
@@ -29,7 +29,7 @@ def test_fuzz_slice(start):
     assert c["ok"] >= BATCH * 0.9, c  # programs eager rejects stay rare: the slice tests something
 
 
-SEEDS_2 = 100
+SEEDS_2 = 150
 
 
 @pytest.mark.parametrize("start", range(0, SEEDS_2, BATCH))
@@ -39,7 +39,7 @@ def test_fuzz_slice_grammar_2(start):
     assert c["ok"] >= BATCH * 0.9, c
 
 
-SEEDS_3 = 100
+SEEDS_3 = 150
 
 
 @pytest.mark.parametrize("start", range(0, SEEDS_3, BATCH))
@@ -104,7 +104,7 @@ def test_fuzz_freeze_slice_grammar_2():
     assert c["released"] >= FREEZE_SEEDS // 5, c  # the slice froze models
 
 
-TRAIN_SEEDS = 100
+TRAIN_SEEDS = 150
 
 
 def test_fuzz_train_slice():
