@@ -67,6 +67,7 @@ def _test_fn_from_frames():
         pass
     return None
 
+
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 OPS = [op for op in op_db if torch.float32 in op.supported_dtypes("cpu")]
 
