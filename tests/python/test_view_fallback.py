@@ -4,6 +4,7 @@ The graph picks view from fake-tensor strides. PyTorch's fake kernel of aten.elu
 contiguous strides where the real kernel keeps its (permuted) gradient's, so in this training step
 the backward's `view(elu_backward * silu, [20, 3])` cannot view the real tensor: aot_eager raises
 there, fxcpp raised an FxcppNodeError naming the view (fuzz run 37, seed 291113)."""
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -32,7 +33,8 @@ def _step(model, x):
 
 
 def test_the_fake_kernels_strides_differ_from_the_real_ones():
-    """What the test relies on: without it the view would be viewable and test nothing."""
+    """What the test below relies on (torch 2.13): where a torch's fake kernel agrees with the real
+    one, the traced view is viewable and that test exercises no fallback: said as a skip."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     def elu_backward_strides():
@@ -42,7 +44,9 @@ def test_the_fake_kernels_strides_differ_from_the_real_ones():
     real = elu_backward_strides()
     with FakeTensorMode():
         fake = elu_backward_strides()
-    assert real == (60, 3, 15, 1) and fake != real, (real, fake)
+    assert real == (60, 3, 15, 1), real
+    if fake == real:
+        pytest.skip(f"this torch's fake elu_backward keeps the real strides {real}: no unviewable view to test")
 
 
 def test_a_training_step_whose_backward_view_cannot_view_matches_eager():
