@@ -7,8 +7,9 @@ there, fxcpp raised an FxcppNodeError naming the view (fuzz run 37, seed 291113)
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.fx.experimental.proxy_tensor import make_fx
 
-import fxcpp  # noqa: F401  (registers the backend)
+import fxcpp
 from helpers import assert_same
 
 
@@ -60,3 +61,26 @@ def test_a_training_step_whose_backward_view_cannot_view_matches_eager():
     for r, c in zip(ref[2], res[2]):
         assert_same(r, c)
 
+
+
+@pytest.mark.parametrize("view", ["view", "_unsafe_view"])
+def test_a_forward_graphs_first_call_under_aots_dispatch_mode_computes_it_too(view):
+    """The same unviewable input in a forward graph, traced from fake tensors. In grad mode aot
+    runs the graph's first call under a Python dispatch mode, through which view's error would come
+    back as a Python exception; _unsafe_view (matmul's decomposition writes it) has the same check."""
+    aten = torch.ops.aten
+    op = getattr(aten, view).default
+
+    def f(grad, x):
+        e = aten.elu_backward(grad, 1.0, 1, 1, False, x)
+        return op(e, [20, 3]) * 2
+
+    grad = torch.randn(1, 4, 5, 3).transpose(1, 2)
+    x = torch.randn(1, 5, 4, 3)
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        f(grad, x)  # eager's own view cannot
+    expected = aten.elu_backward(grad, 1.0, 1, 1, False, x).reshape(20, 3) * 2
+    torch._dynamo.reset()
+    compiled = fxcpp.compile(make_fx(f, tracing_mode="fake")(grad, x), [grad, x])
+    for _ in range(2):  # the first call under aot's mode, the second without
+        assert_same(expected, compiled(grad, x))

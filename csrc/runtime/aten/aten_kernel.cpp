@@ -1,8 +1,8 @@
 // The `aten` kernel: a boxed call through the c10 dispatcher. The operator handle
 // is resolved at compile time; run() only pushes IValues and calls.
+#include <ATen/InferSize.h>
+#include <ATen/TensorUtils.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-
-#include <exception>
 
 #include "runtime/kernel.h"
 
@@ -19,36 +19,41 @@ class AtenKernel final : public Kernel {
   c10::OperatorHandle op_;
 };
 
-// aten::view, computed as aten::reshape (a copy) where the input it gets cannot be viewed with
-// the sizes asked for. The graph chose view from fake-tensor strides, and where PyTorch's fake
-// kernel of an op disagrees with the real one the real input may not be viewable: aten.elu_backward
-// keeps a permuted gradient's strides, its fake kernel says contiguous (tests/fuzz/README.md, run
-// 37, seed 291113; aot_eager raises there, Inductor computes it). The graph is functional, so the
-// copy holds the same values; where reshape fails too, view's own error is raised.
+// aten::view and aten::_unsafe_view, computed as aten::reshape (a copy) where the input they get
+// cannot be viewed with the sizes asked for. The graph chose view from fake-tensor strides, and
+// where PyTorch's fake kernel of an op disagrees with the real one the real input may not be
+// viewable: aten.elu_backward keeps a permuted gradient's strides, its fake kernel says
+// contiguous (tests/fuzz/README.md, run 37, seed 291113; aot_eager raises there, Inductor
+// computes it). aot writes _unsafe_view where a decomposition reshapes a fresh result (matmul's),
+// the same check in eager. The graph is functional, so the copy holds the same values.
+// Checked before the call, with view's own stride rule, rather than caught after it: under a
+// Python dispatch mode (aot runs each grad-mode graph's first call under one) view's error comes
+// back as a pending Python exception, which C++ cannot drop without Python's headers.
 class ViewKernel final : public Kernel {
  public:
   explicit ViewKernel(c10::OperatorHandle view)
       : view_(std::move(view)), reshape_(c10::Dispatcher::singleton().findSchemaOrThrow("aten::reshape", "")) {}
   void run(Stack& stack) const override {
-    const size_t base = stack.size() - 2;  // view(Tensor self, SymInt[] size)
-    c10::IValue self = stack[base], size = stack[base + 1];  // kept for the fallback (two refcounts)
-    try {
-      view_.callBoxed(&stack);
-    } catch (const c10::Error&) {
-      const std::exception_ptr view_error = std::current_exception();
-      stack.resize(base);
-      stack.push_back(std::move(self));
-      stack.push_back(std::move(size));
-      try {
-        reshape_.callBoxed(&stack);
-      } catch (const c10::Error&) {
-        std::rethrow_exception(view_error);
-      }
-    }
+    const size_t base = stack.size() - 2;  // view / _unsafe_view(Tensor self, SymInt[] size)
+    (viewable(stack[base], stack[base + 1]) ? view_ : reshape_).callBoxed(&stack);
   }
   const char* kind() const override { return "aten"; }
 
  private:
+  // False only where view would raise for the strides (bad sizes: view raises its own error).
+  static bool viewable(const c10::IValue& self, const c10::IValue& size) {
+    if (!self.isTensor() || !size.isIntList()) return true;
+    const at::Tensor& t = self.toTensor();
+    if (t.layout() != c10::kStrided) return true;
+    at::DimVector shape;
+    try {
+      shape = at::infer_size_dv(size.toDimVector(), t.numel());
+    } catch (const c10::Error&) {
+      return true;
+    }
+    return at::detail::computeStride(t.sizes(), t.strides(), shape).has_value();
+  }
+
   c10::OperatorHandle view_, reshape_;
 };
 
@@ -56,7 +61,8 @@ class ViewKernel final : public Kernel {
 
 std::unique_ptr<Kernel> make_aten_kernel(const Node& n) {
   const c10::FunctionSchema& s = n.op->schema();
-  if (s.name() == "aten::view" && s.overload_name().empty()) return std::make_unique<ViewKernel>(*n.op);
+  if ((s.name() == "aten::view" || s.name() == "aten::_unsafe_view") && s.overload_name().empty())
+    return std::make_unique<ViewKernel>(*n.op);
   return std::make_unique<AtenKernel>(*n.op);
 }
 

@@ -314,6 +314,7 @@ class AttentionAsMatmuls final : public Kernel {
                            : "aten: as measured for an earlier shape");
       return c == kMatmuls ? or_flash(mine(), stack) : flash(stack);
     }
+    const MeasuredWithoutPython no_python;
     Outputs a = mine(), b = flash(stack);
     if (!a.ok) return b;  // not finite: ATen's answer, and nothing learned about speed
     double ta = std::numeric_limits<double>::infinity(), tb = ta;
