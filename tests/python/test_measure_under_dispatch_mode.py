@@ -1,8 +1,8 @@
 """A first call's measurement times the kernels, not a Python dispatch mode around the call.
 
 Under a TorchDispatchMode every ATen call goes through Python, and aot's runtime runs each graph's
-first call under one (torch 2.13, `_AnalyzeCustomOpInputOutputMode`). A [4, 64] Linear measured
-there took eager 58-99 us against 4-8 without it, ours 20-37 against 2-5: a choice that said
+first call under one (torch 2.13, `_AnalyzeCustomOpInputOutputMode`). A [4, 16] or [4, 64] Linear
+measured there took eager 58-99 us against 4-8 without it, ours 20-33 against 2-6: a choice that said
 nothing of the kernels, and the choice cache kept it for later processes. Here a mode that sleeps
 5 ms in every ATen call it sees makes any call it saw in a measurement plain in the times."""
 import re

@@ -151,9 +151,9 @@ inline bool clearly_faster(double t_us, double than_us) { return t_us < 0.9 * th
 // Held while a first call measures: times the kernels, not Python. aot's runtime runs each
 // graph's first call under a Python dispatch mode (torch 2.13: _AnalyzeCustomOpInputOutputMode, a
 // custom-op aliasing check that passes ATen ops through unchanged), and every ATen call then goes
-// through Python: a [4, 64] Linear measured 58-99 us for eager's ops (4-8 without), 20-37 for
-// ours (2-5), a choice the choice cache would keep. The measured calls skip the Python keys as
-// torch's DisableTorchDispatch does: a mode does not see them (nor any oneDNN call, ever).
+// through Python: a [4, 16] or [4, 64] Linear measured 58-99 us for eager's ops (4-8 without),
+// 20-33 for ours (2-6), a choice the choice cache would keep. The measured calls skip the Python
+// keys as torch's DisableTorchDispatch does: a mode does not see them (nor any oneDNN call, ever).
 struct MeasuredWithoutPython {
   c10::impl::ExcludeDispatchKeyGuard no_python{
       c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot})};
