@@ -28,7 +28,9 @@ class AtenKernel final : public Kernel {
 // the same check in eager. The graph is functional, so the copy holds the same values.
 // Checked before the call, with view's own stride rule, rather than caught after it: under a
 // Python dispatch mode (aot runs each grad-mode graph's first call under one) view's error comes
-// back as a pending Python exception, which C++ cannot drop without Python's headers.
+// back from Python, a C++ exception carrying a Python error; catching that and calling reshape
+// ended in pybind11's "error_already_set called while Python error indicator not set": that
+// error state is not this kernel's to drop.
 class ViewKernel final : public Kernel {
  public:
   explicit ViewKernel(c10::OperatorHandle view)
