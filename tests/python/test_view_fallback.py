@@ -62,7 +62,6 @@ def test_a_training_step_whose_backward_view_cannot_view_matches_eager():
         assert_same(r, c)
 
 
-
 @pytest.mark.parametrize("view", ["view", "_unsafe_view"])
 def test_a_forward_graphs_first_call_under_aots_dispatch_mode_computes_it_too(view):
     """The same unviewable input in a forward graph, traced from fake tensors. In grad mode aot
@@ -80,7 +79,13 @@ def test_a_forward_graphs_first_call_under_aots_dispatch_mode_computes_it_too(vi
     with pytest.raises(RuntimeError, match="view size is not compatible"):
         f(grad, x)  # eager's own view cannot
     expected = aten.elu_backward(grad, 1.0, 1, 1, False, x).reshape(20, 3) * 2
+    try:
+        gm = make_fx(f, tracing_mode="fake")(grad, x)
+    except RuntimeError as e:  # a torch whose fake elu_backward keeps the real strides: as above
+        if "view size is not compatible" not in str(e):
+            raise
+        pytest.skip("this torch's fake elu_backward keeps the real strides: the traced view raises too")
     torch._dynamo.reset()
-    compiled = fxcpp.compile(make_fx(f, tracing_mode="fake")(grad, x), [grad, x])
+    compiled = fxcpp.compile(gm, [grad, x])
     for _ in range(2):  # the first call under aot's mode, the second without
         assert_same(expected, compiled(grad, x))
