@@ -331,10 +331,8 @@ inline void run_columns(const FusedCall& c) {
   // reductions of the phases before it.
   std::vector<int> ready;
   auto run_tasks = [&](int64_t t0, int64_t t1, size_t ph) {
-    thread_local Regs regs;
-    thread_local ColState state;
-    Regs& R = regs;  // one TLS lookup per task, not one per use
-    ColState& S = state;
+    Regs& R = thread_scratch<Regs>();  // one TLS lookup per task, not one per use
+    ColState& S = thread_scratch<ColState>();
     R.reset(p.num_regs, kColBlock);
     S.reset(p.num_regs, kept);
     ColBlock B;

@@ -590,7 +590,7 @@ inline void run_rows_packed(const FusedCall& c) {
   if (p.single.empty())
     for (const auto& code : p.phases) n_long += long_instructions(code);
   at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(L, 1)), [&](int64_t r0, int64_t r1) {
-    thread_local PRegs R;
+    PRegs& R = thread_scratch<PRegs>();
     R.reset(p.num_regs);
     PBlock B;
     B.L = L;
