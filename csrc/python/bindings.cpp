@@ -363,6 +363,7 @@ PYBIND11_MODULE(_C, m) {
     d["fused_reductions"] = fxcpp::cpu::fused_reductions();
     d["fused_affine_tails"] = fxcpp::cpu::fused_tails();
     d["row_paced_blocks"] = fxcpp::cpu::row_paced_blocks();
+    d["packed_plane_calls"] = fxcpp::cpu::packed_plane_calls();
     d["bf16_direct"] = fxcpp::cpu::bf16_direct();
     d["column_calls"] = fxcpp::cpu::column_calls();
     const auto pool = fxcpp::buffer_pool_stats();

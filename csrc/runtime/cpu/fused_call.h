@@ -64,6 +64,9 @@ int64_t fused_tails();
 // Packed row blocks that prefetched the next block a row at a time (interp_rows.h, pace_row), for tests.
 void count_row_paced(int64_t n);
 int64_t row_paced_blocks();
+// Calls run as packed rows with more than one outer dim (interp_rows.h, run_rows_packed), for tests.
+void count_packed_plane_call();
+int64_t packed_plane_calls();
 // Whether calls from DRAM pace the next block per row (default on); off only to measure the
 // change in one process (benchmarks/results/row-prefetch-dram/). Returns the previous setting.
 bool set_row_prefetch(bool on);

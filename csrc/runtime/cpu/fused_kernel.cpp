@@ -56,6 +56,9 @@ int64_t fused_tails() { return g_fused_tails.load(); }
 static std::atomic<int64_t> g_row_paced{0};
 void count_row_paced(int64_t n) { g_row_paced.fetch_add(n, std::memory_order_relaxed); }
 int64_t row_paced_blocks() { return g_row_paced.load(); }
+static std::atomic<int64_t> g_packed_planes{0};
+void count_packed_plane_call() { g_packed_planes.fetch_add(1, std::memory_order_relaxed); }
+int64_t packed_plane_calls() { return g_packed_planes.load(); }
 static std::atomic<bool> g_row_prefetch{true};
 bool set_row_prefetch(bool on) { return g_row_prefetch.exchange(on); }
 bool row_prefetch() { return g_row_prefetch.load(std::memory_order_relaxed); }
