@@ -1,4 +1,5 @@
-"""The 4-op chain of make micro against fxcpp's one op (x * 2) over the same 64 MiB, medians (ms).
+"""The 4-op chain of make micro against x * 2 compiled with fxcpp (not fused: ATen's mul, allocating) over
+the same 64 MiB, medians (ms).
     python chain_vs_one_op.py            1 and 2 threads, with ATen's mul(out=) and copy_ into a held buffer (30 calls)
     python chain_vs_one_op.py LABEL      2 threads, the two fxcpp calls only (40 calls), one line per process
 (streaming stores off: FXCPP_LLC_BYTES=4000000000; the reverted experiment: FXCPP_PW_PREFETCH=1|2
