@@ -581,20 +581,6 @@ inline void run_packed_block(const std::vector<PInstr>& code, const int* partner
   }
 }
 
-// Element offsets of operand row r (counted over all dims but the inner one), per input and
-// output. Rows of one plane (one index of the dims before the last two) lie a stride apart, so a
-// block's rows stay within one plane and this runs once per block.
-inline void packed_row_offsets(const FusedCall& c, int64_t r, SmallVec<int64_t>& in_off, SmallVec<int64_t>& out_off) {
-  for (auto& o : in_off) o = 0;
-  for (auto& o : out_off) o = 0;
-  for (int d = c.ndim - 2; d >= 0; --d) {
-    const int64_t i = r % c.sizes[d];
-    r /= c.sizes[d];
-    for (size_t k = 0; k < c.in.size(); ++k) in_off[k] += i * c.in[k].strides[d];
-    for (size_t k = 0; k < c.out.size(); ++k) out_off[k] += i * c.out[k].strides[d];
-  }
-}
-
 // Short rows: blocks of whole rows, of one plane each where more than one outer dim is left
 // after coalescing (a head-split view [heads, tokens, 64] beside a contiguous tensor: in blocks
 // of one 64-element row each, a pointwise op took 2.3x eager's time).
@@ -619,12 +605,14 @@ inline void run_rows_packed(const FusedCall& c) {
     B.out.resize(no), B.out_inner.resize(no), B.out_row.resize(no);
     for (size_t k = 0; k < ni; ++k) B.in_row[k] = c.in[k].strides[nd - 2], B.in_inner[k] = c.in[k].strides[nd - 1];
     for (size_t k = 0; k < no; ++k) B.out_row[k] = c.out[k].strides[nd - 2], B.out_inner[k] = c.out[k].strides[nd - 1];
-    SmallVec<int64_t> in_off(ni, 0), out_off(no, 0), next_in(ni, 0), next_out(no, 0);
-    auto rows_from = [&](int64_t r) { return std::min({m_max, r1 - r, plane - r % plane}); };  // within one plane
-    packed_row_offsets(c, r0, in_off, out_off);
+    // A block's rows stay within one plane (one index of the dims before the last two), where
+    // they lie a stride apart: its first row's offsets (OuterCursor) are found once per block.
+    auto rows_from = [&](int64_t r) { return std::min({m_max, r1 - r, plane - r % plane}); };
+    const OuterCursor start(c, r0);
+    SmallVec<int64_t> in_off = start.in_off, out_off = start.out_off;
     for (int64_t r = r0; r < r1; r += B.m) {
       B.m = rows_from(r);
-      if (r + B.m < r1) packed_row_offsets(c, r + B.m, next_in, next_out);
+      const OuterCursor next(c, r + B.m);  // the next block's first row (wrapped past the last: unused)
       // While a block spends long on transcendentals (in cache), the next one's rows are
       // fetched into L2, a few lines per vector step (NextRows): without it each block waits
       // on DRAM, then computes. Where the ops are cheap the same holds from DRAM, and their rows
@@ -640,7 +628,7 @@ inline void run_rows_packed(const FusedCall& c) {
         for (size_t k = 0; k < ni; ++k) {
           if (B.in_inner[k] != 1 || B.in_row[k] == 0) continue;  // strided or shared by all rows
           const int64_t es = static_cast<int64_t>(c10::elementSize(c.in[k].dtype));
-          const char* first = static_cast<const char*>(c.in[k].data) + next_in[k] * es;
+          const char* first = static_cast<const char*>(c.in[k].data) + next.in_off[k] * es;
           if (B.in_row[k] == L) nx.add(first, m_next * L * es);  // the rows follow each other: one run
           else
             for (int64_t j = 0; j < m_next; ++j) nx.add(first + j * B.in_row[k] * es, L * es);
@@ -659,8 +647,8 @@ inline void run_rows_packed(const FusedCall& c) {
       } else {
         for (const auto& code : p.phases) run_packed_block(code, nullptr, c, R, B);  // pointwise: no reduction
       }
-      std::swap(in_off, next_in);
-      std::swap(out_off, next_out);
+      in_off = next.in_off;
+      out_off = next.out_off;
     }
     end_streams();
     if (R.fused) count_fused_reductions(std::exchange(R.fused, 0));
