@@ -353,6 +353,7 @@ PYBIND11_MODULE(_C, m) {
   });
   // Packed rows from DRAM prefetch per row (default); off only to measure it in one process.
   m.def("_set_row_prefetch", &fxcpp::cpu::set_row_prefetch, py::arg("on"));
+  m.def("_set_planned", &fxcpp::cpu::set_planned, py::arg("on"));
   // Bounds on values passed between a call's kernels (value_bounds.h); off only to measure them.
   m.def("_set_value_bounds", &fxcpp::value_bounds::set_enabled, py::arg("on"));
   // Process-wide counts for the cpu_fused kernels (tests).
@@ -364,6 +365,7 @@ PYBIND11_MODULE(_C, m) {
     d["fused_affine_tails"] = fxcpp::cpu::fused_tails();
     d["row_paced_blocks"] = fxcpp::cpu::row_paced_blocks();
     d["packed_plane_calls"] = fxcpp::cpu::packed_plane_calls();
+    d["planned_calls"] = fxcpp::cpu::planned_calls();
     d["bf16_direct"] = fxcpp::cpu::bf16_direct();
     d["column_calls"] = fxcpp::cpu::column_calls();
     const auto pool = fxcpp::buffer_pool_stats();

@@ -67,10 +67,17 @@ int64_t row_paced_blocks();
 // Calls run as packed rows with more than one outer dim (interp_rows.h, run_rows_packed), for tests.
 void count_packed_plane_call();
 int64_t packed_plane_calls();
+// Pointwise calls run as a plan resolved once per call (interp_plan.h), for tests.
+void count_planned_call();
+int64_t planned_calls();
 // Whether calls from DRAM pace the next block per row (default on); off only to measure the
 // change in one process (benchmarks/results/row-prefetch-dram/). Returns the previous setting.
 bool set_row_prefetch(bool on);
 bool row_prefetch();
+// Whether cheap pointwise calls run as a plan (interp_plan.h; default on); off only to measure
+// the change in one process (benchmarks/results/planned-pointwise/). Returns the previous setting.
+bool set_planned(bool on);
+bool planned();
 // Blocks whose result was rounded straight into a bf16 output (interp.h's put_bf16), for tests.
 void count_bf16_direct(int64_t n);
 int64_t bf16_direct();

@@ -59,9 +59,15 @@ int64_t row_paced_blocks() { return g_row_paced.load(); }
 static std::atomic<int64_t> g_packed_planes{0};
 void count_packed_plane_call() { g_packed_planes.fetch_add(1, std::memory_order_relaxed); }
 int64_t packed_plane_calls() { return g_packed_planes.load(); }
+static std::atomic<int64_t> g_planned{0};
+void count_planned_call() { g_planned.fetch_add(1, std::memory_order_relaxed); }
+int64_t planned_calls() { return g_planned.load(); }
 static std::atomic<bool> g_row_prefetch{true};
 bool set_row_prefetch(bool on) { return g_row_prefetch.exchange(on); }
 bool row_prefetch() { return g_row_prefetch.load(std::memory_order_relaxed); }
+static std::atomic<bool> g_planned_on{true};
+bool set_planned(bool on) { return g_planned_on.exchange(on); }
+bool planned() { return g_planned_on.load(std::memory_order_relaxed); }
 static std::atomic<int64_t> g_bf16_direct{0};
 void count_bf16_direct(int64_t n) { g_bf16_direct.fetch_add(n, std::memory_order_relaxed); }
 int64_t bf16_direct() { return g_bf16_direct.load(); }

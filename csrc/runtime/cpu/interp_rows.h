@@ -12,6 +12,7 @@
 #pragma once
 #include "runtime/cpu/interp.h"
 #include "runtime/cpu/interp_columns.h"
+#include "runtime/cpu/interp_plan.h"
 
 #include <tuple>
 
@@ -666,6 +667,7 @@ inline void run(const FusedCall& c) {
   // view its planes): blocks of whole rows, so each instruction runs once per several rows.
   const int64_t inner = c.ndim >= 2 ? c.sizes[c.ndim - 1] : 0;
   if (c.ndim >= 2 && inner <= kPackCap / 2) return run_rows_packed(c);
+  if (!c.rows && run_planned(c)) return;  // cheap ops, fp32 outputs: steps resolved once per call
   if (!c.rows) return run_pointwise(c);
   if (c.ndim >= 2 && inner <= kPackCap) return run_rows_packed(c);
   run_rows(c);  // a vocabulary's softmax: blocks along each row
