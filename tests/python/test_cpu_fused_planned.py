@@ -122,3 +122,28 @@ def test_from_dram_short_blocks():
     check(CHAIN, [x])
     m, b = randn(1025, 8200, seed=19), randn(1025, 1, seed=20)
     check(lambda m, b: (m * b + 1).relu() - b, [m, b])
+
+
+@pytest.mark.parametrize("shape", [(1024, 384), (37, 768), (5, 3000), (20, 4097)])
+def test_wide_rows_with_a_broadcast_bias_run_as_plan(shape):
+    """[tokens, hidden] with a bias [hidden] does not flatten; rows of 384 or more run as a plan
+    (a row, or 1024-element pieces of it, per block) rather than as packed rows."""
+    t, h = shape
+    x, b, r = randn(t, h, seed=21), randn(h, seed=22), randn(t, h, seed=23)
+    check(lambda x, b, r: torch.relu(x + b) * 0.5 + r, [x, b, r], expect_planned=t * h >= 16384)
+
+
+def test_rows_shorter_than_384_keep_packed_rows():
+    x, b = randn(4096, 383, seed=24), randn(383, seed=25)
+    check(lambda x, b: torch.clamp(x * b - 1, -2.0, 2.0), [x, b], expect_planned=False)
+
+
+def test_planes_of_wide_rows():
+    """A head-split view beside a contiguous tensor: two outer dims, rows of 512, tasks and
+    blocks starting inside planes."""
+    x, y = randn(33, 3, 512, seed=26), randn(3, 33, 512, seed=27)
+    before = planned()
+    report, _, _ = compare(lambda x, y: (x.transpose(0, 1) * 2 + y).relu(), [x, y], check_fused=False)
+    assert planned() > before
+    left = [(r.op, r.kernel) for r in report.rows if r.kernel not in ("cpu_fused", "prim", "removed") and r.op != "aten::transpose.int"]
+    assert report.kernel_counts["cpu_fused"] > 0 and not left, report

@@ -1,7 +1,8 @@
 """Packed row blocks of cheap ops (no transcendental) in a call that moves more than the
 last-level cache ask for the next block's rows a row at a time as they compute
 (interp_rows.h, pace_row): the residual LayerNorm, RMSNorm and a bias + ReLU over rows read
-from DRAM. Prefetching changes no value: each case matches eager, the path fired (counted per
+from DRAM (bf16/fp16: in fp32 the bias + ReLU runs as a plan instead, test_cpu_fused_planned.py).
+Prefetching changes no value: each case matches eager, the path fired (counted per
 block), and calls within the cache or with a transcendental (paced per vector instead) do not
 take it. conftest pins the cache size at 32 MiB."""
 import pytest
@@ -49,9 +50,14 @@ def _rows_from_dram(dtype):
 @pytest.mark.parametrize("name", ["residual_ln", "rmsnorm", "bias_relu", "residual_ln_of_rows_apart"])
 def test_rows_from_dram_prefetch_the_next_block_and_match_eager(name, dtype):
     fn, xs = _inputs(name, _rows_from_dram(DTYPES[dtype]) + 3, DTYPES[dtype])  # + 3: a short last block
-    before = _C.cpu_fused_stats()["row_paced_blocks"]
+    before = _C.cpu_fused_stats()
     compare(fn, xs)
-    assert _C.cpu_fused_stats()["row_paced_blocks"] > before, "no block prefetched a row at a time"
+    after = _C.cpu_fused_stats()
+    if name == "bias_relu" and dtype == "fp32":
+        # cheap ops writing fp32 over rows of 384 or more run as a plan (interp_plan.h), not packed rows
+        assert after["planned_calls"] > before["planned_calls"] and after["row_paced_blocks"] == before["row_paced_blocks"]
+        return
+    assert after["row_paced_blocks"] > before["row_paced_blocks"], "no block prefetched a row at a time"
 
 
 @pytest.mark.parametrize("name", ["residual_ln", "rmsnorm", "bias_relu"])

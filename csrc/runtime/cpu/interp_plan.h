@@ -261,6 +261,8 @@ inline bool build_plan(const FusedCall& c, Plan& P) {
 // a few blocks does (a 4096-element chain took 0.4-1.4 us longer planned, ~40 us per call with
 // Dynamo's; from 64 blocks on the plan saved ~50 ns a block).
 constexpr int64_t kPlanMinElements = 16 * kBlock;
+// Row length from which a call of several rows runs as a plan rather than as packed rows (run()).
+constexpr int64_t kPlanMinRow = 384;
 
 // Whether c runs as a plan: a pointwise program without transcendental ops, fp32 outputs only.
 inline bool plannable(const FusedCall& c) {

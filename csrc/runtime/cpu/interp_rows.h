@@ -666,8 +666,12 @@ inline void run(const FusedCall& c) {
   // Short rows that do not flatten (a broadcast bias keeps [tokens, hidden] apart, a head-split
   // view its planes): blocks of whole rows, so each instruction runs once per several rows.
   const int64_t inner = c.ndim >= 2 ? c.sizes[c.ndim - 1] : 0;
+  // Cheap pointwise ops, fp32 outputs: steps resolved once per call, a row (or a 1024-element
+  // piece of one) per block. From rows of 384 on that beats packed rows, whose 8192-element
+  // registers outgrow L1: 0.68-0.85x the time over 12 MiB and more a tensor, 0.95-1.02x at
+  // 1.5 MiB; rows of 64-256 no better, some worse (benchmarks/results/planned-pointwise/).
+  if (!c.rows && (c.ndim < 2 || inner >= kPlanMinRow) && run_planned(c)) return;
   if (c.ndim >= 2 && inner <= kPackCap / 2) return run_rows_packed(c);
-  if (!c.rows && run_planned(c)) return;  // cheap ops, fp32 outputs: steps resolved once per call
   if (!c.rows) return run_pointwise(c);
   if (c.ndim >= 2 && inner <= kPackCap) return run_rows_packed(c);
   run_rows(c);  // a vocabulary's softmax: blocks along each row
