@@ -75,6 +75,20 @@ def compare(fn, xs, check_fused=True):
     return report, ref, res
 
 
+def at_one_and_more_threads(run):
+    """run() at 1 thread and at max(2, the current count), recompiled for each: its two results."""
+    old = torch.get_num_threads()
+    try:
+        outs = []
+        for n in (1, max(2, old)):
+            torch.set_num_threads(n)
+            torch._dynamo.reset()
+            outs.append(run())
+        return outs
+    finally:
+        torch.set_num_threads(old)
+
+
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
 @pytest.mark.parametrize("name", sorted(PATTERNS))
 def test_pattern_fuses_and_matches_eager(name, dtype):

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from fxcpp import _C
-from test_cpu_fused import compare
+from test_cpu_fused import at_one_and_more_threads, compare
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 VIEWS = ("aten::transpose.int", "aten::permute")
@@ -84,14 +84,5 @@ def test_single_thread_and_more_threads_agree():
     """Tasks split the rows differently with the thread count; a task starting inside a plane
     finds its offsets from the row index."""
     x, y = _pair(257, 5, 64, torch.float32)
-    old = torch.get_num_threads()
-    try:
-        outs = []
-        for n in (1, max(2, old)):
-            torch.set_num_threads(n)
-            torch._dynamo.reset()
-            _, _, res = compare_fused(CASES["layer_norm"], [x, y])
-            outs.append(res)
-        torch.testing.assert_close(outs[0], outs[1], rtol=0, atol=1e-6)
-    finally:
-        torch.set_num_threads(old)
+    outs = at_one_and_more_threads(lambda: compare_fused(CASES["layer_norm"], [x, y])[2])
+    torch.testing.assert_close(outs[0], outs[1], rtol=0, atol=1e-6)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fxcpp import _C
-from test_cpu_fused import compare
+from test_cpu_fused import at_one_and_more_threads, compare
 
 
 def planned():
@@ -96,16 +96,8 @@ def test_transcendental_and_bf16_output_keep_run_pointwise():
 
 def test_one_and_two_threads_agree():
     x, b = randn(9, 7000, seed=15), randn(9, 1, seed=16)
-    old = torch.get_num_threads()
-    try:
-        outs = []
-        for n in (1, max(2, old)):
-            torch.set_num_threads(n)
-            torch._dynamo.reset()
-            outs.append(check(lambda x, b: (x * b - 1).relu() * x, [x, b])[1])
-        torch.testing.assert_close(outs[0], outs[1], rtol=0, atol=0)
-    finally:
-        torch.set_num_threads(old)
+    outs = at_one_and_more_threads(lambda: check(lambda x, b: (x * b - 1).relu() * x, [x, b])[1])
+    torch.testing.assert_close(outs[0], outs[1], rtol=0, atol=0)
 
 
 def test_input_not_mutated():

@@ -13,7 +13,11 @@ beside the spinner came in bursts that waited 1 to 6 intervals (30 calls: 22 und
 25 ms, one 83 and one 160 ms) where the spinner won the GIL at the plan's one release and
 Python's forced switches followed, so a median of five crossed the bound now and then. The bug
 shows in bursts there too (the build before the change: 11 of 30 calls 557-681 ms, 14 under
-2 ms), yet the fastest of five took 600 ms in both runs of this test against it."""
+2 ms), yet the fastest of five took 600 ms in both runs of this test against it. On a 2-core Skylake-SP
+VM (session 58) whole runs of five came in bursts of 5.3-6.1 intervals (106-122 ms; this model
+makes no call of the session's new code path: cpu_fused_stats()["planned_calls"] stays 0), failing
+4 of 5 runs against a bound of 5 intervals; the bound is 12 (240 ms), still well under the bug's
+600 ms."""
 import sys
 import threading
 import time
@@ -75,4 +79,4 @@ def test_a_call_beside_a_python_thread_waits_for_the_gil_at_most_at_its_ends(swi
             fn(x)
         took, out = _calls_beside_a_spinning_thread(fn, x)
     torch.testing.assert_close(out, ref)
-    assert took < 5 * switch_interval, f"the fastest of five calls took {took * 1e3:.0f} ms beside a spinning thread"
+    assert took < 12 * switch_interval, f"the fastest of five calls took {took * 1e3:.0f} ms beside a spinning thread"
