@@ -5,7 +5,13 @@ reference for bf16/fp16), and its inputs must come back untouched. A failing pro
 shortest failing prefix, then statements dropped while it still fails) and written out as a
 standalone reproducer in tests/fuzz/repros/.
 
-    python tests/fuzz/fuzz.py --n 1000 [--seed 0] [--grammar 2] [--train] [--attention matmuls] [--out tests/fuzz/repros]
+    python tests/fuzz/fuzz.py --n 1000 [--seed 0] [--grammar 2] [--train] [--attention matmuls] [--large] [--out tests/fuzz/repros]
+
+--large widens each pointwise or dense program's input to 16K-2M elements (grammar.generate's
+large) and, unless it is set, pins FXCPP_LLC_BYTES to 256 KiB for the run, so that the paths taken
+only by large calls run here too: cheap pointwise groups as a plan, streaming stores into the
+outputs, 128-element blocks and paced rows from "DRAM", the buffer pool. Its summary counts the
+calls each took (cpu_fused_stats()).
 
 `make fuzz N=...` runs it; `make test` runs a fixed-seed slice (tests/python/test_fuzz_slice.py).
 """
@@ -437,7 +443,8 @@ if __name__ == "__main__":{{env}}
 
 
 def run(n: int, seed: int, out_dir: str | None, verbose: bool = False, train: bool = False,
-        dtypes: tuple = tuple(DTYPES), grammar: int = 1, freeze: bool = False, attention: str | None = None) -> dict:
+        dtypes: tuple = tuple(DTYPES), grammar: int = 1, freeze: bool = False, attention: str | None = None,
+        large: bool = False) -> dict:
     """Programs of seeds seed..seed+n-1 of that grammar whose dtype is in `dtypes` (the others
     are counted as left out). attention: FXCPP_ATTENTION while they run (read as each
     attention kernel is made)."""
@@ -445,7 +452,7 @@ def run(n: int, seed: int, out_dir: str | None, verbose: bool = False, train: bo
     if attention:
         os.environ["FXCPP_ATTENTION"] = attention
     try:
-        return _run(n, seed, out_dir, verbose, train, dtypes, grammar, freeze)
+        return _run(n, seed, out_dir, verbose, train, dtypes, grammar, freeze, large)
     finally:
         if saved is None:
             os.environ.pop("FXCPP_ATTENTION", None)
@@ -453,12 +460,19 @@ def run(n: int, seed: int, out_dir: str | None, verbose: bool = False, train: bo
             os.environ["FXCPP_ATTENTION"] = saved
 
 
-def _run(n, seed, out_dir, verbose, train, dtypes, grammar, freeze) -> dict:
+# The paths of large calls a --large run reports (cpu_fused_stats()).
+LARGE_PATHS = ("planned_calls", "streamed", "row_paced_blocks", "pool_hits")
+
+
+def _run(n, seed, out_dir, verbose, train, dtypes, grammar, freeze, large=False) -> dict:
+    import fxcpp
+
     counts = {"ok": 0, "skip": 0, "fail": 0, "traced": 0, "left out": 0}
     failures, fallbacks, traced, released = [], [], [], []
+    stats0 = fxcpp._C.cpu_fused_stats()
     t0 = time.time()
     for s in range(seed, seed + n):
-        p = generate(s, grammar)
+        p = generate(s, grammar, large)
         if p.dtype not in dtypes:
             counts["left out"] += 1
             continue
@@ -483,6 +497,8 @@ def _run(n, seed, out_dir, verbose, train, dtypes, grammar, freeze) -> dict:
     counts["fallbacks"] = fallbacks
     counts["traced_layouts"] = traced
     counts["released"] = len(released)  # freeze: programs whose model had parameters released
+    stats = fxcpp._C.cpu_fused_stats()
+    counts["paths"] = {k: stats[k] - stats0[k] for k in LARGE_PATHS}
     return counts
 
 
@@ -499,16 +515,21 @@ def main(argv=None) -> int:
                     help="FXCPP_ATTENTION for the run: 'matmuls' runs every attention call the oneDNN matmuls take on them "
                          "(by default small calls measure ATen's flash kernel faster and keep it)")
     ap.add_argument("--freeze", action="store_true", help="compile with options={'freeze': True}; two calls per program")
+    ap.add_argument("--large", action="store_true",
+                    help="inputs of 16K-2M elements, FXCPP_LLC_BYTES 256 KiB unless set (the paths of large calls)")
     a = ap.parse_args(argv)
+    if a.large:
+        os.environ.setdefault("FXCPP_LLC_BYTES", str(256 << 10))  # read once, at the first call
     if a.freeze and a.train:
         ap.error("--freeze compiles inference graphs only")
-    c = run(a.n, a.seed, a.out, a.verbose, a.train, tuple(a.dtypes.split(",")), a.grammar, a.freeze, a.attention)
+    c = run(a.n, a.seed, a.out, a.verbose, a.train, tuple(a.dtypes.split(",")), a.grammar, a.freeze, a.attention, a.large)
     print(f"programs {a.n} (grammar {a.grammar}, seeds {a.seed}..{a.seed + a.n - 1}): "
           + (f"{c['left out']} of other dtypes left out, " if c["left out"] else "")
           + f"ok {c['ok']}, eager raised too {c['skip']}, "
           f"failed {c['fail']} in {c['seconds']} s; fxcpp warned (a correct fallback) on {len(c['fallbacks'])}; "
           f"output strides as Dynamo traced them, not eager's, on {c['traced']}"
-          + (f"; parameters released on {c['released']}" if a.freeze else ""))
+          + (f"; parameters released on {c['released']}" if a.freeze else "")
+          + (f"; large calls: {', '.join(f'{k} {v}' for k, v in c['paths'].items())}" if a.large else ""))
     return 1 if c["fail"] else 0
 
 

@@ -440,7 +440,30 @@ def _bcast_shape(r: random.Random, shape: tuple) -> tuple:
     return tuple(1 if d > 1 and r.random() < 0.4 else d for d in tail)
 
 
-def generate(seed: int, grammar: int = 1) -> Program:
+# Large programs (generate(..., large=True)): the input's elements, at least the count from which
+# cpu_fused runs cheap pointwise groups as a plan (interp_plan.h: 16 blocks of 1024) and at most
+# 2^21 (8 MiB in fp32), so that a program still runs in about a second.
+LARGE_MIN, LARGE_MAX = 16 * 1024, 1 << 21
+
+
+def _large_shape(r: random.Random, shape: tuple) -> tuple:
+    """shape with its last dim widened (rows of 384 and more take the plan) and its first dim
+    grown until it holds LARGE_MIN elements or more, LARGE_MAX at most."""
+    if len(shape) == 1:
+        return (r.choice([LARGE_MIN, LARGE_MIN + 1, 65537, 262144]),)
+    shape = shape[:-1] + (r.choice([384, 512, 1000, 2048, 4097]),)
+    rest = 1
+    for d in shape[1:]:
+        rest *= d
+    first = max(shape[0], -(-LARGE_MIN // rest) * r.choice([1, 2]))
+    first = max(1, min(first, LARGE_MAX // rest))
+    return (first,) + shape[1:]
+
+
+def generate(seed: int, grammar: int = 1, large: bool = False) -> Program:
+    """large: the input of a pointwise or dense program widened to LARGE_MIN..LARGE_MAX elements
+    (convolutions keep their sizes), its sizes drawn from a generator of their own, so that the
+    seed's other choices are the small program's."""
     g = _Gen(seed, grammar)
     r = g.r
     dtype = r.choices(list(DTYPES), weights=[6, 3, 2])[0]
@@ -454,6 +477,8 @@ def generate(seed: int, grammar: int = 1) -> Program:
     else:
         shape = tuple(g.dim() for _ in range(r.choice([1, 2, 3, 4])))
         layout = "transposed" if len(shape) >= 2 and r.random() < 0.2 else "contiguous"
+    if large and kind != "conv":
+        shape = _large_shape(random.Random(f"large {seed}"), shape)
     if r.random() < 0.05:  # an empty dim
         i = r.randrange(len(shape))
         shape = shape[:i] + (0,) + shape[i + 1:]
