@@ -8,7 +8,9 @@
 //      → %o = onednn::matmul(%x, %w, %b, %r) {post_ops=[eltwise:gelu_erf, sum(arg3)]}
 //
 // It refuses (graph untouched) when a middle value is a graph output or has another use, or
-// when eager lays the user's result out unlike the node's (the kernel writes one layout).
+// when eager lays the user's result out unlike the node's (the kernel writes one layout). A
+// chain stops before it would pass oneDNN's limit on post-ops (the rest stays ATen ops, which
+// later passes may fuse), rather than have oneDNN refuse the whole node at run time.
 #include "passes/fusion/fusion_util.h"
 #include "passes/fusion/postop_table.h"
 #include "passes/pass.h"
@@ -23,6 +25,8 @@ bool fuse_postops_pass(Graph& g, const PassContext&) {
   for (Node* n : g.nodes()) {
     if (n->dead || !is_onednn_node(n)) continue;
     Node* head = n;
+    int len = 0;  // oneDNN post-ops in head's chain
+    for (const PostOp& p : n->fused->post_ops) len += onednn_post_op_len(p);
     for (;;) {
       const Value* v = head->outputs[0];
       auto uses = g.use_counts();
@@ -33,6 +37,10 @@ bool fuse_postops_pass(Graph& g, const PassContext&) {
       if (!same_layout(*out->meta, *v->meta)) break;  // the kernel would return v's layout as out's
       auto m = match_post_op(*u, v);
       if (!m) break;
+      int more = 0;
+      for (const PostOp& p : m->ops) more += onednn_post_op_len(p);
+      if (len + more > kMaxOnednnPostOps) break;
+      len += more;
       auto f = std::make_shared<FusedOp>(*head->fused);
       std::vector<Arg> args = head->args;
       for (PostOp p : m->ops) {

@@ -1,6 +1,7 @@
 #include "runtime/onednn/call_args.h"
 
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "runtime/onednn/common.h"
@@ -17,7 +18,7 @@ CallDescs::CallDescs(const dnnl::primitive_desc_base& pd)
 }
 
 void CallArgs::add(int tag, const dnnl::memory::desc& md, const void* ptr) {
-  if (n_ == kMax) throw std::logic_error("fxcpp: a oneDNN call with more than 24 arguments");
+  if (n_ == kMax) throw std::logic_error("fxcpp: a oneDNN call with more than " + std::to_string(kMax) + " arguments");
   a_[n_++] = Arg{tag, &md, const_cast<void*>(ptr)};
 }
 

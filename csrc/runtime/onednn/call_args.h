@@ -30,7 +30,8 @@ struct CallDescs {
 // dnnl::memory::desc made or copied here would cost an allocation or an atomic count each.
 class CallArgs {
  public:
-  static constexpr int kMax = 24;  // src, weights, bias, dst, scratchpad and binary post-ops
+  // src, weights, bias, dst, scratchpad and binary post-ops: oneDNN takes 32 post-ops at most.
+  static constexpr int kMax = 40;
   struct Arg {
     int tag = 0;
     const dnnl::memory::desc* md = nullptr;
