@@ -60,6 +60,7 @@ struct ConvEntry {
   dnnl::primitive prim;
   std::string key, impl, impl_note;  // key: the call signature (raw bytes)
   std::string pack_note;  // FusedKernel::entry reads it; convolutions leave it empty (matmul_kernel.cpp)
+  std::string impl_suffix;  // likewise
   std::atomic<int> choice{kUndecided};  // oneDNN or ATen, decided at the signature's first call
   memory::desc src_plain;
   std::optional<dnnl::reorder> src_reorder;  // input layout → the primitive's, when they differ

@@ -414,7 +414,7 @@ class FusedKernel : public Kernel {
     const bool primitive = e->impl.empty();
     if (primitive) {
       ++stats().primitives;
-      e->impl = e->pd.impl_info_str();
+      e->impl = std::string(e->pd.impl_info_str()) + e->impl_suffix;
     }
     std::string wn = weight_note;
     const std::string packed = kPackedOnce;

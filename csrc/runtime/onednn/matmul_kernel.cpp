@@ -18,6 +18,8 @@
 //    (no separate widening pass, no fp32 copy held: GPT-2's bf16 9% faster than widening for
 //    oneDNN, the other transformers level; benchmarks/results/mkl-bf16-gemm/); the post-ops
 //    then run as ATen ops in place on the fp32 result, rounded once at the end.
+// An fp32 matmul with a long K (kLongK) runs on oneDNN's gemm:jit where oneDNN would run brgemm:
+// brgemm's error grows with K, gemm's stays at eager's (long_k_gemm below).
 // Whichever it is, the signature's first call measures it against eager's ATen ops.
 #include <ATen/ops/empty.h>
 
@@ -93,6 +95,23 @@ int64_t gemv_max_m(bool native_half, bool widened, bool onednn_packs, int64_t we
   return native_half ? kGemvMaxMNativeBf16 : kGemvMaxM;
 }
 
+// oneDNN 3.2's brgemm matmul (fp32 on AVX-512 hosts) lands 1.6-1.9x further from an fp64
+// reference than eager's MKL sgemm once K passes ~1280 (a steady ~1.65 from K = 2048), and a
+// classifier head, a product of two such values or a second training step then crosses the
+// harness's 2x rule. oneDNN's own gemm:jit (next in its list of implementations) sums K in
+// blocks as MKL does: 0.9-1.0x eager's error at K = 2048-8192, and on the AMX host it ran these
+// Linears as fast as brgemm (benchmarks/results/onednn-long-k-accuracy/). Above kLongK an fp32
+// matmul takes gemm:jit; FXCPP_MATMUL_LONG_K=<K> moves the threshold, =0 keeps brgemm.
+constexpr int64_t kLongK = 1024;
+int64_t long_k_threshold() {
+  const char* v = std::getenv("FXCPP_MATMUL_LONG_K");
+  if (!v || !*v) return kLongK;
+  const long long k = std::atoll(v);
+  return k > 0 ? static_cast<int64_t>(k) : -1;  // -1: never
+}
+
+bool runs_gemm(const dnnl::matmul::primitive_desc& pd) { return std::string(pd.impl_info_str()).rfind("gemm:", 0) == 0; }
+
 // FXCPP_KERNEL_CHOICE=gemv forces the GEMV wherever its layout allows (any M), =mkl MKL's
 // bf16 GEMM wherever it applies (any M, any host: a bf16 weight, not frozen, no BatchNorm);
 // each keeps the other off, and =onednn or =aten keep both off.
@@ -109,6 +128,7 @@ struct MatmulEntry {
   dnnl::matmul prim;
   std::string key, impl, impl_note;  // key: the call signature (raw bytes)
   std::string pack_note;  // set where the pack keeps the weight's own layout (build)
+  std::string impl_suffix;  // why this implementation, where oneDNN's first choice was set aside
   std::atomic<int> choice{kUndecided};  // ours (oneDNN or the GEMV) or ATen, decided at the first call
   std::vector<BinaryArg> binary;
   std::shared_ptr<const PackedWeights> packed;  // swapped under the kernel's lock when a source changes
@@ -120,7 +140,8 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
  public:
   // Parameters, buffers and constants keep their values between calls: pack them once.
   explicit MatmulKernel(const Node& n)
-      : FusedKernel(n, long_lived_2d(n.args[1].value)), gemv_policy_(policy_for("gemv")), mkl_policy_(policy_for("mkl")), gemv_(cpu::select_gemv()) {}
+      : FusedKernel(n, long_lived_2d(n.args[1].value)), gemv_policy_(policy_for("gemv")), mkl_policy_(policy_for("mkl")), gemv_(cpu::select_gemv()),
+        long_k_(long_k_threshold()) {}
 
  private:
   static bool long_lived_2d(const Value* w) { return long_lived(w) && w->meta && w->meta->dim() == 2; }
@@ -430,12 +451,27 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     PostOpArgs po = build_post_ops(f_, operands, sum_in_place, nd, plain_clamps);
     auto e = std::make_shared<MatmulEntry>();
     e->pd = dnnl::matmul::primitive_desc(cpu_engine(), src_md, w_md, bias_md, dst_md, po.attr);
+    const bool long_k = cdt == at::kFloat && weight_dtype == at::kFloat && long_k_ > 0 && src.size(-1) > long_k_;
+    bool chose_gemm = false;
+    if (long_k && !runs_gemm(e->pd)) {  // brgemm (see kLongK): oneDNN's gemm:jit where it offers one
+      auto pd = dnnl::matmul::primitive_desc(cpu_engine(), src_md, w_md, bias_md, dst_md, po.attr);
+      while (!runs_gemm(pd) && pd.next_impl()) {
+      }
+      if (runs_gemm(pd)) {
+        e->impl_suffix = std::string(" (not ") + e->pd.impl_info_str() + ": K = " + std::to_string(src.size(-1)) + " > " +
+                         std::to_string(long_k_) + ", where brgemm's fp32 error grows past eager's)";
+        e->pd = pd;
+        chose_gemm = true;
+      }
+    }
     // oneDNN's gemm-based matmul (what oneDNN 3.2 runs for fp32 on AVX2-only hosts, which have
     // no brgemm matmul) copies B into its own panels at every call, whatever layout B comes in:
     // a pack in the layout it asks for buys nothing (on the AVX2 host reading the weight as it
     // lies took 0.66-1.05x the packed time, Linear layers at M = 32-1024). So it reads the
     // weight's own layout, and the pack (packed_weights) is the weight itself: no second copy.
-    if (cached && std::string(e->pd.impl_info_str()).rfind("gemm:", 0) == 0) {
+    // (Not where gemm was chosen over brgemm: there the layout `any` gives it ran 1.1-1.3x faster
+    // than the weight's own, Linears of K = 2048-4096 on the AMX host.)
+    if (cached && !chose_gemm && runs_gemm(e->pd)) {
       e->pd = dnnl::matmul::primitive_desc(cpu_engine(), src_md, plain_desc(dt, wd, ws), bias_md, dst_md, po.attr);
       e->pack_note = cdt != weight_dtype || folded
                          ? " in the weight's own layout (oneDNN's gemm packs it at each call)"
@@ -449,6 +485,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
 
   const Policy gemv_policy_, mkl_policy_;
   const cpu::Gemv gemv_;
+  const int64_t long_k_;  // kLongK, or as FXCPP_MATMUL_LONG_K sets it (-1: never)
 };
 
 }  // namespace
