@@ -144,7 +144,11 @@ def test_each_signature_keeps_what_it_measured():
     x = torch.randn(1, 1, 4000)
     note = _impl(m, x)
     mine, eager = (float(v) for v in re.search(r"measured (\d+) us vs eager's (\d+) us", note).groups())
-    assert note.startswith("aten:") == (eager < 0.9 * mine), note
+    # The note rounds each time to a microsecond: only a choice the rounded figures decide is checked.
+    if eager + 0.5 < 0.9 * (mine - 0.5):
+        assert note.startswith("aten:"), note
+    elif eager - 0.5 >= 0.9 * (mine + 0.5):
+        assert not note.startswith("aten:"), note
     compiled = torch.compile(m, backend="fxcpp")
     with torch.no_grad():
         first, second = compiled(x), compiled(x)
