@@ -1,9 +1,11 @@
-"""fp32 Linear: how far oneDNN's matmul (fxcpp's kernel) and eager's (MKL) land from an fp64
-reference, by shape. Found by `tests/fuzz/fuzz.py --large --train` (run 41 in tests/fuzz/README.md):
-two programs with a K = 2048 Linear failed the harness rule at their second training step, and
-both match eager with FXCPP_KERNEL_CHOICE=aten.
+"""fp32 Linear: how far fxcpp's matmul and eager's (MKL) land from an fp64 reference, by shape.
+Found by `tests/fuzz/fuzz.py --large --train` (run 41 in tests/fuzz/README.md): two programs with a
+K = 2048 Linear failed the harness rule at their second training step, and both match eager with
+FXCPP_KERNEL_CHOICE=aten.
 
     PYTHONPATH=. python benchmarks/results/onednn-long-k-accuracy/gemm_error.py   # gemm_error.txt
+    FXCPP_MATMUL_LONG_K=0 PYTHONPATH=. python benchmarks/results/onednn-long-k-accuracy/gemm_error.py \
+        # gemm_error_brgemm.txt: brgemm at every K, as before the fix
 
 Each row: y = a @ w.T, a = 1000 * randn(M, K), w = randn(N, K); RMSE against fp64 of eager and of
 fxcpp with FXCPP_KERNEL_CHOICE=onednn (oneDNN forced: its own measured choice takes ATen for some
@@ -17,7 +19,8 @@ from benchmarks.machine import machine_info
 
 os.environ["FXCPP_KERNEL_CHOICE"] = "onednn"
 torch.manual_seed(0)
-m = machine_info(torch.get_num_threads(), "python benchmarks/results/onednn-long-k-accuracy/gemm_error.py")
+m = machine_info(torch.get_num_threads(), "python benchmarks/results/onednn-long-k-accuracy/gemm_error.py"
+                 + (f" (FXCPP_MATMUL_LONG_K={os.environ['FXCPP_MATMUL_LONG_K']})" if "FXCPP_MATMUL_LONG_K" in os.environ else ""))
 print(m["cpu_model"], "|", fxcpp._C.host_info()["summary"], "| torch", m["torch_version"], "| commit",
       m["git_commit"][:10], m["date"])
 print(f"{'M':>5} {'K':>5} {'N':>5} | {'eager RMSE':>10} {'fxcpp RMSE':>10} {'ratio':>5} | kernel")

@@ -19,7 +19,7 @@
 //    oneDNN, the other transformers level; benchmarks/results/mkl-bf16-gemm/); the post-ops
 //    then run as ATen ops in place on the fp32 result, rounded once at the end.
 // An fp32 matmul with a long K (kLongK) runs on oneDNN's gemm:jit where oneDNN would run brgemm:
-// brgemm's error grows with K, gemm's stays at eager's (long_k_gemm below).
+// brgemm's error grows with K, gemm's stays at eager's (kLongK below).
 // Whichever it is, the signature's first call measures it against eager's ATen ops.
 #include <ATen/ops/empty.h>
 
@@ -99,8 +99,8 @@ int64_t gemv_max_m(bool native_half, bool widened, bool onednn_packs, int64_t we
 // reference than eager's MKL sgemm once K passes ~1280 (a steady ~1.65 from K = 2048), and a
 // classifier head, a product of two such values or a second training step then crosses the
 // harness's 2x rule. oneDNN's own gemm:jit (next in its list of implementations) sums K in
-// blocks as MKL does: 0.9-1.0x eager's error at K = 2048-8192, and on the AMX host it ran these
-// Linears as fast as brgemm (benchmarks/results/onednn-long-k-accuracy/). Above kLongK an fp32
+// blocks as MKL does: 0.92-1.01x eager's error at K = 2048-8192, and on the AMX host it ran these
+// Linears at 0.80-1.13x brgemm's time (benchmarks/results/onednn-long-k-accuracy/). Above kLongK an fp32
 // matmul takes gemm:jit; FXCPP_MATMUL_LONG_K=<K> moves the threshold, =0 keeps brgemm.
 constexpr int64_t kLongK = 1024;
 int64_t long_k_threshold() {
