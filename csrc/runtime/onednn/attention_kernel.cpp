@@ -78,7 +78,8 @@ class AttentionAsMatmuls final : public Kernel {
  public:
   explicit AttentionAsMatmuls(const Node& n)
       : op_(*n.op), name_(n.name), choice_cache_(n.choice_cache), shared_choices_(n.shared_choices),
-        forced_(attention_mode() == AttentionMode::Matmuls), rows_(cpu::select_attention_rows()), scale_(cpu::select_attention_scale()) {}
+        forced_(attention_mode() == AttentionMode::Matmuls), rows_(cpu::select_attention_rows()), scale_(cpu::select_attention_scale()),
+        long_k_(long_k_threshold()) {}
 
   void run(Stack& stack) const override {
     const at::Tensor q = stack[0].toTensor(), k = stack[1].toTensor(), v = stack[2].toTensor();
@@ -181,8 +182,13 @@ class AttentionAsMatmuls final : public Kernel {
     e->out_strides = q.is_non_overlapping_and_dense() ? q.strides().vec() : at::infer_dense_strides(q.sizes(), q.strides());
     // P V in fp32, scaled by each row's 1 / sum as it is rounded into the output (a binary
     // post-op with that broadcast is oneDNN's reference implementation only).
-    e->pd2 = dnnl::matmul::primitive_desc(cpu_engine(), plain_desc(dt, {B, H, L, S}, {H * L * S, L * S, S, 1}), plain_desc(v),
+    auto make2 = [&] {
+      return dnnl::matmul::primitive_desc(cpu_engine(), plain_desc(dt, {B, H, L, S}, {H * L * S, L * S, S, 1}), plain_desc(v),
                                           plain_desc(memory::data_type::f32, {B, H, L, E}, {H * L * E, L * E, E, 1}), attr);
+    };
+    e->pd2 = make2();
+    // fp32 P V over a long key sequence: gemm:jit, not brgemm (common.h; 1.57x eager's error at S = 2048).
+    const std::string why2 = dt == memory::data_type::f32 ? take_gemm_for_long_k(e->pd2, S, long_k_, make2) : "";
     e->acc_in_output = q.scalar_type() == at::kFloat && e->out_strides == std::vector<int64_t>{H * L * E, L * E, E, 1};
     e->p1 = dnnl::matmul(e->pd1);
     e->p2 = dnnl::matmul(e->pd2);
@@ -190,7 +196,7 @@ class AttentionAsMatmuls final : public Kernel {
     e->d2 = CallDescs(e->pd2);
     build_us_.store(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     stats().primitives += 2;
-    e->impl = std::string(e->pd1.impl_info_str()) + " + softmax rows " + cpu::isa_name() + " + " + e->pd2.impl_info_str();
+    e->impl = std::string(e->pd1.impl_info_str()) + " + softmax rows " + cpu::isa_name() + " + " + e->pd2.impl_info_str() + why2;
     if (e->impl.find("ref:") != std::string::npos) {
       e->choice.store(kFlash);
       note("aten: oneDNN offers only its reference implementation (" + e->impl + ")");
@@ -377,6 +383,7 @@ class AttentionAsMatmuls final : public Kernel {
   const bool forced_;
   const cpu::AttentionRows rows_;
   const cpu::AttentionScale scale_;
+  const int64_t long_k_;  // long_k_threshold(): P V over more keys runs gemm:jit in fp32
   mutable std::atomic<int> measured_{0}, last_choice_{kUndecided};
   // The last build of a signature's primitives (us), and what the matmuls saved at the last
   // measurement, per unit of work().

@@ -10,6 +10,7 @@
 #include <ATen/ops/sub.h>
 #include <ATen/ops/zeros_like.h>
 
+#include <cstdlib>
 #include <limits>
 #include <cmath>
 #include <ATen/Parallel.h>
@@ -344,6 +345,14 @@ memory reorder_to_thread_buffer(const at::Tensor& src, const memory::desc& user,
 
 bool uniquely_owned(const at::Tensor& t) {
   return t.use_count() == 1 && t.storage().use_count() == 1 && t.storage_offset() == 0;
+}
+
+int64_t long_k_threshold() {
+  constexpr int64_t kLongK = 1024;
+  const char* v = std::getenv("FXCPP_MATMUL_LONG_K");
+  if (!v || !*v) return kLongK;
+  const long long k = std::atoll(v);
+  return k > 0 ? static_cast<int64_t>(k) : -1;
 }
 
 }  // namespace fxcpp::onednn

@@ -148,6 +148,31 @@ double elapsed_us(F&& f) {
 }
 inline bool clearly_faster(double t_us, double than_us) { return t_us < 0.9 * than_us; }
 
+// oneDNN 3.2's brgemm matmul (fp32 on AVX-512 and AMX hosts) keeps one accumulator per output over
+// the whole of K: from K ~ 1280 it lands 1.6-1.9x further from fp64 than eager's MKL, which the
+// harness's 2x rule catches once a product or a training step amplifies it. Its gemm:jit, next in
+// oneDNN's list, sums K in blocks as MKL does: 0.92-1.01x eager's error at K = 2048-8192, 0.80-1.13x
+// brgemm's time on the AMX host (benchmarks/results/onednn-long-k-accuracy/). So an fp32 matmul
+// over K above long_k_threshold() (1024; FXCPP_MATMUL_LONG_K=<K> moves it, =0 keeps brgemm) takes
+// gemm:jit: take_gemm_for_long_k remakes `pd` with `make` and steps it there, returning what
+// explain() adds to the implementation's name ("" where nothing changed).
+int64_t long_k_threshold();  // -1: never
+inline bool runs_gemm(const dnnl::matmul::primitive_desc& pd) {
+  return std::string(pd.impl_info_str()).rfind("gemm:", 0) == 0;
+}
+template <typename Make>
+std::string take_gemm_for_long_k(dnnl::matmul::primitive_desc& pd, int64_t K, int64_t threshold, const Make& make) {
+  if (threshold <= 0 || K <= threshold || runs_gemm(pd)) return "";
+  dnnl::matmul::primitive_desc g = make();
+  while (!runs_gemm(g) && g.next_impl()) {
+  }
+  if (!runs_gemm(g)) return "";
+  std::string why = std::string(" (not ") + pd.impl_info_str() + ": K = " + std::to_string(K) + " > " + std::to_string(threshold) +
+                    ", where brgemm's fp32 error grows past eager's)";
+  pd = g;
+  return why;
+}
+
 // Held while a first call measures: times the kernels, not Python. aot's runtime runs each
 // graph's first call under a Python dispatch mode (torch 2.13: _AnalyzeCustomOpInputOutputMode, a
 // custom-op aliasing check that passes ATen ops through unchanged), and every ATen call then goes

@@ -18,8 +18,8 @@
 //    (no separate widening pass, no fp32 copy held: GPT-2's bf16 9% faster than widening for
 //    oneDNN, the other transformers level; benchmarks/results/mkl-bf16-gemm/); the post-ops
 //    then run as ATen ops in place on the fp32 result, rounded once at the end.
-// An fp32 matmul with a long K (kLongK) runs on oneDNN's gemm:jit where oneDNN would run brgemm:
-// brgemm's error grows with K, gemm's stays at eager's (kLongK below).
+// An fp32 matmul with a long K runs on oneDNN's gemm:jit where oneDNN would run brgemm:
+// brgemm's error grows with K, gemm's stays at eager's (common.h, take_gemm_for_long_k).
 // Whichever it is, the signature's first call measures it against eager's ATen ops.
 #include <ATen/ops/empty.h>
 
@@ -94,23 +94,6 @@ int64_t gemv_max_m(bool native_half, bool widened, bool onednn_packs, int64_t we
   }
   return native_half ? kGemvMaxMNativeBf16 : kGemvMaxM;
 }
-
-// oneDNN 3.2's brgemm matmul (fp32 on AVX-512 hosts) lands 1.6-1.9x further from an fp64
-// reference than eager's MKL sgemm once K passes ~1280 (a steady ~1.65 from K = 2048), and a
-// classifier head, a product of two such values or a second training step then crosses the
-// harness's 2x rule. oneDNN's own gemm:jit (next in its list of implementations) sums K in
-// blocks as MKL does: 0.92-1.01x eager's error at K = 2048-8192, and on the AMX host it ran these
-// Linears at 0.80-1.13x brgemm's time (benchmarks/results/onednn-long-k-accuracy/). Above kLongK an fp32
-// matmul takes gemm:jit; FXCPP_MATMUL_LONG_K=<K> moves the threshold, =0 keeps brgemm.
-constexpr int64_t kLongK = 1024;
-int64_t long_k_threshold() {
-  const char* v = std::getenv("FXCPP_MATMUL_LONG_K");
-  if (!v || !*v) return kLongK;
-  const long long k = std::atoll(v);
-  return k > 0 ? static_cast<int64_t>(k) : -1;  // -1: never
-}
-
-bool runs_gemm(const dnnl::matmul::primitive_desc& pd) { return std::string(pd.impl_info_str()).rfind("gemm:", 0) == 0; }
 
 // FXCPP_KERNEL_CHOICE=gemv forces the GEMV wherever its layout allows (any M), =mkl MKL's
 // bf16 GEMM wherever it applies (any M, any host: a bf16 weight, not frozen, no BatchNorm);
@@ -451,19 +434,12 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     PostOpArgs po = build_post_ops(f_, operands, sum_in_place, nd, plain_clamps);
     auto e = std::make_shared<MatmulEntry>();
     e->pd = dnnl::matmul::primitive_desc(cpu_engine(), src_md, w_md, bias_md, dst_md, po.attr);
-    const bool long_k = cdt == at::kFloat && weight_dtype == at::kFloat && long_k_ > 0 && src.size(-1) > long_k_;
-    bool chose_gemm = false;
-    if (long_k && !runs_gemm(e->pd)) {  // brgemm (see kLongK): oneDNN's gemm:jit where it offers one
-      auto pd = dnnl::matmul::primitive_desc(cpu_engine(), src_md, w_md, bias_md, dst_md, po.attr);
-      while (!runs_gemm(pd) && pd.next_impl()) {
-      }
-      if (runs_gemm(pd)) {
-        e->impl_suffix = std::string(" (not ") + e->pd.impl_info_str() + ": K = " + std::to_string(src.size(-1)) + " > " +
-                         std::to_string(long_k_) + ", where brgemm's fp32 error grows past eager's)";
-        e->pd = pd;
-        chose_gemm = true;
-      }
-    }
+    // fp32 over a long K: gemm:jit, not brgemm (common.h).
+    if (cdt == at::kFloat && weight_dtype == at::kFloat)
+      e->impl_suffix = take_gemm_for_long_k(e->pd, src.size(-1), long_k_, [&] {
+        return dnnl::matmul::primitive_desc(cpu_engine(), src_md, w_md, bias_md, dst_md, po.attr);
+      });
+    const bool chose_gemm = !e->impl_suffix.empty();
     // oneDNN's gemm-based matmul (what oneDNN 3.2 runs for fp32 on AVX2-only hosts, which have
     // no brgemm matmul) copies B into its own panels at every call, whatever layout B comes in:
     // a pack in the layout it asks for buys nothing (on the AVX2 host reading the weight as it
@@ -485,7 +461,7 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
 
   const Policy gemv_policy_, mkl_policy_;
   const cpu::Gemv gemv_;
-  const int64_t long_k_;  // kLongK, or as FXCPP_MATMUL_LONG_K sets it (-1: never)
+  const int64_t long_k_;  // long_k_threshold()
 };
 
 }  // namespace
