@@ -3,7 +3,7 @@
 - Up to that limit each binary post-op is one more argument of the call: a Linear followed by
   25 residual adds is one oneDNN call of 29 arguments (call_args.h takes 40; it took 24, and such a
   chain raised "a oneDNN call with more than 24 arguments" at its first call).
-- Past it the chain stops (fuse_postops.cpp, kMaxOnednnPostOps counts the 2-5 post-ops a
+- Past it the chain stops (fuse_postops.cpp: kMaxOnednnPostOps, counting the 2-5 post-ops a
   NaN-preserving relu/clip/hardsigmoid takes) and the rest runs as other kernels, rather than
   oneDNN refusing the whole node at its first call and all of it running as ATen ops.
 """
@@ -81,7 +81,7 @@ def test_40_residual_adds_stop_at_the_limit():
     m = Residuals().eval()
     x, rs = torch.randn(8, 64), [torch.randn(8, 32) for _ in range(40)]
     rows = _run(m, x, *rs)
-    assert len(rows) == 40 and _onednn_rows(rows) == 31  # one kept for a split matmul's Sum
+    assert len(rows) == 40 and _onednn_rows(rows) == 32  # oneDNN's limit
 
 
 def test_clamps_count_their_nan_preserving_steps():
@@ -90,4 +90,4 @@ def test_clamps_count_their_nan_preserving_steps():
     x = torch.randn(8, 64) * 30
     x[0, :5] = float("nan")  # NaN rows stay NaN, as eager's clamp keeps them
     rows = _run(m, x)
-    assert len(rows) == 8 and _onednn_rows(rows) == 6  # 6 x 5 = 30 post-ops; a seventh makes 35
+    assert len(rows) == 8 and _onednn_rows(rows) == 6  # 6 x 5 = 30 post-ops; a seventh would make 35

@@ -15,9 +15,8 @@ struct PostOpMatch {
 // the post-ops it amounts to, or nothing when oneDNN cannot express it.
 std::optional<PostOpMatch> match_post_op(const Node& user, const Value* v);
 
-// oneDNN takes at most 32 post-ops in one primitive; one is kept for the Sum a matmul split
-// along K puts first (runtime/onednn/matmul_kernel.cpp).
-constexpr int kMaxOnednnPostOps = 31;
+// oneDNN takes at most 32 post-ops in one primitive (past that it refuses the primitive).
+constexpr int kMaxOnednnPostOps = 32;
 // The most oneDNN post-ops the kernels build for `p`: relu, clip and hardsigmoid take 2-5
 // in their NaN-preserving form (runtime/onednn/common.cpp, append_nan_preserving).
 int onednn_post_op_len(const PostOp& p);
