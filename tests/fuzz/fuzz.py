@@ -30,6 +30,7 @@ import warnings
 
 import torch
 
+import fxcpp  # registers the backend
 from fxcpp.verify import same_as_eager  # the harness rule, strict where an output holds a NaN
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -63,8 +64,6 @@ def check(p: Program, notes: list | None = None, train: bool = False, freeze: bo
     traced: values right, but an output's strides are those Dynamo traced, not eager's (see
     _output_strides). fxcpp's warnings (a fallback to the Interpreter or to ATen:
     correct, but not the intended path) are appended to `notes`."""
-    import fxcpp  # noqa: F401 - registers the backend
-
     from fxcpp.explain import Report, recording
 
     rec: list = []
@@ -465,8 +464,6 @@ LARGE_PATHS = ("planned_calls", "streamed", "row_paced_blocks", "pool_hits")
 
 
 def _run(n, seed, out_dir, verbose, train, dtypes, grammar, freeze, large=False) -> dict:
-    import fxcpp
-
     counts = {"ok": 0, "skip": 0, "fail": 0, "traced": 0, "left out": 0}
     failures, fallbacks, traced, released = [], [], [], []
     stats0 = fxcpp._C.cpu_fused_stats()

@@ -448,7 +448,9 @@ LARGE_MIN, LARGE_MAX = 16 * 1024, 1 << 21
 
 def _large_shape(r: random.Random, shape: tuple) -> tuple:
     """shape with its last dim widened (rows of 384 and more take the plan) and its first dim
-    grown until it holds LARGE_MIN elements or more, LARGE_MAX at most."""
+    grown until it holds LARGE_MIN elements or more, LARGE_MAX at most, except where the dims
+    after the first already hold more than LARGE_MAX (up to 32 x 32 x 4097): the first dim is then
+    1 and the shape stays above LARGE_MAX."""
     if len(shape) == 1:
         return (r.choice([LARGE_MIN, LARGE_MIN + 1, 65537, 262144]),)
     shape = shape[:-1] + (r.choice([384, 512, 1000, 2048, 4097]),)
