@@ -26,6 +26,12 @@ struct PostOp {
   std::string str() const;
 };
 
+// The eltwise steps the oneDNN kernels build for an Eltwise `p` where NaN must survive: relu
+// (slope 0), clip and hardsigmoid as elu/linear steps (fused_op.cpp says why), any other as
+// itself. One list for the kernels (runtime/onednn/common.cpp) and for fuse_postops, which
+// counts them against oneDNN's limit on post-ops.
+std::vector<PostOp> nan_preserving_steps(const PostOp& p);
+
 struct FusedOp {
   enum class Anchor { Conv, Matmul };
   Anchor anchor = Anchor::Matmul;

@@ -121,10 +121,7 @@ std::optional<PostOpMatch> match_post_op(const Node& u, const Value* v) {
 }
 
 int onednn_post_op_len(const PostOp& p) {
-  if (p.kind != PostOp::Kind::Eltwise) return 1;
-  if (p.alg == "relu" && p.alpha == 0.f) return 2;
-  if (p.alg == "clip" || p.alg == "hardsigmoid") return 5;
-  return 1;
+  return p.kind == PostOp::Kind::Eltwise ? static_cast<int>(nan_preserving_steps(p).size()) : 1;
 }
 
 }  // namespace fxcpp::fusion

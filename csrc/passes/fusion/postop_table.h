@@ -18,7 +18,7 @@ std::optional<PostOpMatch> match_post_op(const Node& user, const Value* v);
 // oneDNN takes at most 32 post-ops in one primitive (past that it refuses the primitive).
 constexpr int kMaxOnednnPostOps = 32;
 // The most oneDNN post-ops the kernels build for `p`: relu, clip and hardsigmoid take 2-5
-// in their NaN-preserving form (runtime/onednn/common.cpp, append_nan_preserving).
+// in their NaN-preserving form (ir/fused_op.h, nan_preserving_steps).
 int onednn_post_op_len(const PostOp& p);
 
 }  // namespace fxcpp::fusion

@@ -196,40 +196,9 @@ float max_abs(const at::Tensor& t) {
   return m >= 0x7c00u ? inf : static_cast<float>(c10::Half(static_cast<uint16_t>(m), c10::Half::from_bits()));
 }
 
-// oneDNN's relu (slope 0), clip and hardsigmoid compute max/min with the bound as the
-// second operand, so NaN comes out as the bound; eager keeps NaN. They are built instead
-// from elu with alpha 0, `x > 0 ? x : 0 * (exp(x) - 1)`, which is x, -0 or NaN, and a
-// linear step that turns -0 into +0:
-//   relu(x)         = elu0(x) + 0                                    (exact)
-//   clip(x, lo, hi) = hi - elu0((hi - lo) - elu0(x - lo))            (NaN kept; unclipped values
-//                                                                     round by at most ulp(hi)/2)
-// A bound at ±FLT_MAX (clamp with one side) is absent. Two exps per element for a clip: at a
-// call proven NaN-free (plain_clamp_bound) the kernels run oneDNN's own clamps instead.
+// NaN-preserving forms of relu, clip and hardsigmoid (ir/fused_op.cpp); any other eltwise as itself.
 static void append_nan_preserving(dnnl::post_ops& po, const PostOp& p) {
-  using A = dnnl::algorithm;
-  const float big = std::numeric_limits<float>::max();
-  auto elu0 = [&] { po.append_eltwise(A::eltwise_elu, 0.f, 0.f); };
-  auto linear = [&](float a, float b) { po.append_eltwise(A::eltwise_linear, a, b); };
-  auto clip = [&](float lo, float hi) {
-    const bool has_lo = lo > -big, has_hi = hi < big;
-    if (has_lo) {
-      if (lo != 0.f) linear(1.f, -lo);
-      elu0();
-      if (!has_hi) return linear(1.f, lo);
-      linear(-1.f, hi - lo);
-    } else {
-      linear(-1.f, hi);
-    }
-    elu0();
-    linear(-1.f, hi);
-  };
-  if (p.alg == "relu" && p.alpha == 0.f) return clip(0.f, big);
-  if (p.alg == "clip") return clip(p.alpha, p.beta);
-  if (p.alg == "hardsigmoid") {
-    linear(p.alpha, p.beta);
-    return clip(0.f, 1.f);
-  }
-  po.append_eltwise(eltwise_alg(p.alg), p.alpha, p.beta);
+  for (const PostOp& s : nan_preserving_steps(p)) po.append_eltwise(eltwise_alg(s.alg), s.alpha, s.beta);
 }
 
 PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& operands, int sum_in_place, int64_t dst_ndims,
