@@ -41,6 +41,9 @@ struct FusedOp {
   bool transposed = false;
   int64_t groups = 1;
   bool channels_last = false;  // layout_propagation: write the output channels-last (NHWC/NDHWC)
+  // layout_propagation: run fp32 on oneDNN's NCHW-blocked layouts (nChw16c / nChw8c), as eager
+  // does for an NCHW input, where the reduction is long enough that NHWC's error grows past eager's.
+  bool blocked_layout = false;
   // A zero constant_pad_nd folded in front (per spatial dim, before / after): oneDNN pads asymmetrically.
   std::vector<int64_t> pad_before, pad_after;
   // Matmul: src [..., M, K] @ weight; weight_nk: the weight Value is [N, K] (a Linear's weight,

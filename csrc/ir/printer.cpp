@@ -57,7 +57,7 @@ std::string FusedOp::str(bool with_covers) const {
   if (anchor == Anchor::Conv)
     os << " stride=" << ints(stride) << " padding=" << ints(padding) << " dilation=" << ints(dilation)
        << (transposed ? " transposed output_padding=" + ints(output_padding) : "") << " groups=" << groups
-       << (channels_last ? " channels_last" : "")
+       << (channels_last ? " channels_last" : "") << (blocked_layout ? " blocked_layout" : "")
        << (pad_before.empty() ? "" : " pad_before=" + ints(pad_before) + " pad_after=" + ints(pad_after));
   if (weight_nk) os << " weight_nk";
   if (flatten_src) os << " flatten_src";

@@ -316,6 +316,7 @@ PYBIND11_MODULE(_C, m) {
           d["covers"] = f.covers;
           d["bn"] = f.bn_arg >= 0;
           d["channels_last"] = f.channels_last;
+          d["blocked_layout"] = f.blocked_layout;
           d["weight_nk"] = f.weight_nk;
           d["flatten_src"] = f.flatten_src;
           const Value* y = n->outputs[0];  // its dtype: widen_chains may keep it fp32

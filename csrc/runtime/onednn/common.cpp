@@ -202,7 +202,7 @@ static void append_nan_preserving(dnnl::post_ops& po, const PostOp& p) {
 }
 
 PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& operands, int sum_in_place, int64_t dst_ndims,
-                          bool plain_clamps) {
+                          bool plain_clamps, const memory::desc* full_size) {
   PostOpArgs r;
   dnnl::post_ops po;
   for (size_t i = 0; i < f.post_ops.size(); ++i) {
@@ -216,7 +216,7 @@ PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& opera
       po.append_sum(1.f);
     } else {
       const at::Tensor& t = operands.at(i);
-      memory::desc d = plain_desc(t);
+      memory::desc d = full_size && t.sizes().equals(at::IntArrayRef(full_size->get_dims())) ? *full_size : plain_desc(t);
       const int position = po.len();  // not i: an eltwise before it may have taken several
       po.append_binary(p.kind == PostOp::Kind::Sum ? dnnl::algorithm::binary_add : binary_alg(p.alg), d);
       r.binary.push_back(BinaryArg{static_cast<int>(i), position, d});

@@ -59,8 +59,10 @@ struct PostOpArgs {
 // `plain_clamps`: relu (slope 0), clip and hardsigmoid as oneDNN's own, which turn NaN into a
 // bound; only for a call checked to carry no NaN into them (plain_clamp_bound). Otherwise they
 // are built from NaN-preserving steps, at two exps per element for a clip.
+// full_size: the desc a binary operand of the dst's own dims is read in (a blocked dst's layout),
+// where it is not its plain strides.
 PostOpArgs build_post_ops(const FusedOp& f, const std::vector<at::Tensor>& operands, int sum_in_place, int64_t dst_ndims,
-                          bool plain_clamps = false);
+                          bool plain_clamps = false, const memory::desc* full_size = nullptr);
 // The index of the last post-op that loses NaN in its plain form (relu with slope 0, clip,
 // hardsigmoid), when every post-op before it keeps finite values finite and NaN-free (relu,
 // clip, hardsigmoid, linear with a nonzero scale, add/sub of an operand); -1 otherwise.

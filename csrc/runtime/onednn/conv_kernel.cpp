@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "runtime/buffer_pool.h"
+#include "runtime/host.h"
 #include "runtime/onednn/call_args.h"
 #include "runtime/onednn/fused_kernel.h"
 #include "runtime/onednn/reference.h"
@@ -62,10 +63,13 @@ struct ConvEntry {
   std::string pack_note;  // FusedKernel::entry reads it; convolutions leave it empty (matmul_kernel.cpp)
   std::string impl_suffix;  // likewise
   std::atomic<int> choice{kUndecided};  // oneDNN or ATen, decided at the signature's first call
-  memory::desc src_plain;
+  memory::desc src_plain, dst_plain;
   std::optional<dnnl::reorder> src_reorder;  // input layout → the primitive's, when they differ
   CallDescs src_reorder_descs;                // its descs, and its calls' memory objects, kept
   ArgMemories src_reorder_memories;           // (call_args.h), as the primitive's own
+  std::optional<dnnl::reorder> dst_reorder;  // blocked dst → the output's layout (runs_blocked)
+  CallDescs dst_reorder_descs;
+  ArgMemories dst_reorder_memories;
   std::vector<BinaryArg> binary;
   CallDescs descs;            // pd's, queried once (call_args.h)
   ArgMemories arg_memories;   // its calls' memory objects, kept
@@ -148,10 +152,12 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
       operands[i] = full ? to_cl(t) : operand_for_dst(t, nd).contiguous();
     }
 
+    const bool blocked = runs_blocked(io, cdt);
+    if (blocked) sum_in_place = -1, in_place = at::Tensor();
     const bool cached = cache_pack(w, bias, bn);
     std::vector<at::Tensor> shape_of = {x, w, bias};
     for (const auto& t : operands) shape_of.push_back(t);
-    std::string key = signature(shape_of, sum_in_place) + (cached ? "c" : "p");
+    std::string key = signature(shape_of, sum_in_place) + (cached ? "c" : "p") + (blocked ? "b" : "");
     const c10::ScalarType bias_dt = bias_dtype(bias, io);
     // With a packed weight, relu/clip run as oneDNN's own clamps at calls proven NaN-free, and
     // a second primitive with the NaN-preserving chain (built at the first call that needs it)
@@ -161,7 +167,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     auto make = [&](bool plain_clamps) {
       return [&, plain_clamps] {
         return build(x, w, cdt, bias.defined(), bias_dt, !bn.empty(), out, pad_l, pad_r, dil, strides, operands,
-                     sum_in_place, plain_clamps);
+                     sum_in_place, plain_clamps, blocked);
       };
     };
     auto e = entry(key, make(plain), onednn_name(io), weight_note + (plain ? ", clamps plain where the input is checked finite" : ""));
@@ -190,7 +196,10 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
       } else {
         args.add(DNNL_ARG_SRC, r->src_plain, x.const_data_ptr());
       }
-      at::Tensor dst = sum_in_place < 0 ? empty_cl(out, x.options()) : scratch ? in_place.clone() : in_place;
+      at::Tensor dst = r->dst_reorder           ? alloc_for(r->descs.dst)
+                       : sum_in_place < 0 ? empty_cl(out, x.options())
+                       : scratch          ? in_place.clone()
+                                          : in_place;
       args.add(DNNL_ARG_DST, r->descs.dst, dst.mutable_data_ptr());
       at::Tensor b_hold;  // keeps a per-call bias alive until execute() returns
       if (cached) {
@@ -203,9 +212,24 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
                  reorder_to_thread_buffer(wc, weight_plain(wc), r->descs.weights).get_data_handle());
         if (bt.defined()) args.add(DNNL_ARG_BIAS, r->descs.bias, (b_hold = bt.to(bias_dt).contiguous()).const_data_ptr());
       }
-      for (const BinaryArg& b : r->binary)
-        args.add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.position) | DNNL_ARG_SRC_1, b.desc, operands[b.operand].const_data_ptr());
+      std::vector<at::Tensor> blocked_operands;  // a full-size operand, in a blocked dst's layout
+      blocked_operands.reserve(r->binary.size());
+      for (const BinaryArg& b : r->binary) {
+        const at::Tensor& t = operands[b.operand];
+        const void* p = t.const_data_ptr();
+        if (r->dst_reorder && b.desc == r->descs.dst)
+          p = blocked_operands.emplace_back(reorder_to(t, plain_desc(t), b.desc)).const_data_ptr();
+        args.add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.position) | DNNL_ARG_SRC_1, b.desc, p);
+      }
       execute(r->prim, r->descs, r->arg_memories, args);
+      if (r->dst_reorder) {  // blocked → the output's layout, in one pass
+        at::Tensor res = out_cl ? empty_cl(out, x.options()) : pooled_empty(out, cdt);
+        CallArgs reorder_args;
+        reorder_args.add(DNNL_ARG_FROM, r->descs.dst, dst.const_data_ptr());
+        reorder_args.add(DNNL_ARG_TO, r->dst_plain, res.mutable_data_ptr());
+        execute(*r->dst_reorder, r->dst_reorder_descs, r->dst_reorder_memories, reorder_args);
+        return res.scalar_type() == out_dtype_ ? res : res.to(out_dtype_);
+      }
       if (out_cl && dst.scalar_type() == out_dtype_) return dst;
       // Contiguous, as eager returns it (or channels-last as asked), in the output's dtype.
       at::Tensor res = out_cl ? empty_cl(dst.sizes(), dst.options().dtype(out_dtype_)) : pooled_empty(dst.sizes(), out_dtype_);
@@ -233,6 +257,12 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     unfolded.bn_arg = -1;
     at::Tensor y = reference_conv(unfolded, s).to(out_dtype_);
     return f_.channels_last ? to_cl(y) : y;
+  }
+
+  // layout_propagation's blocked_layout, for the fp32 calls it was decided for (a call in another
+  // dtype runs NHWC).
+  bool runs_blocked(c10::ScalarType io, c10::ScalarType cdt) const {
+    return f_.blocked_layout && io == at::kFloat && cdt == at::kFloat;
   }
 
   // oneDNN's bf16 and fp16 convolutions read input channels in pairs (VNNI). Where a group has an
@@ -281,7 +311,7 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
                                    c10::ScalarType bias_dt, bool folded,
                                    const Dims& out, const Dims& pad_l, const Dims& pad_r, const Dims& dil,
                                    const Dims& strides, const std::vector<at::Tensor>& operands, int sum_in_place,
-                                   bool plain_clamps) const {
+                                   bool plain_clamps, bool blocked) const {
     const int64_t nd = x.dim();
     auto dt = dtype_of(cdt);
     auto e = std::make_shared<ConvEntry>();
@@ -289,12 +319,16 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     const memory::desc w_plain = weight_plain(w);
     using tag = memory::format_tag;
     // Channels-last input: read it as it is. Otherwise let oneDNN choose (and reorder into it).
-    memory::desc src_md = channels_last(x) ? e->src_plain : memory::desc(dims_of(x.sizes()), dt, tag::any);
-    memory::desc dst_md(out, dt, nd == 3 ? tag::nwc : nd == 4 ? tag::nhwc : tag::ndhwc);
+    // Blocked (runs_blocked): both free, as eager's oneDNN convolution on NCHW tensors leaves them.
+    memory::desc src_md =
+        channels_last(x) && !blocked ? e->src_plain : memory::desc(dims_of(x.sizes()), dt, tag::any);
+    const tag cl_tag = nd == 3 ? tag::nwc : nd == 4 ? tag::nhwc : tag::ndhwc;
+    memory::desc dst_md = blocked ? memory::desc(out, dt, blocked_tag(nd)) : memory::desc(out, dt, cl_tag);
     memory::desc w_md(w_plain.get_dims(), dt, tag::any);
     memory::desc bias_md;
     if (has_bias || folded) bias_md = memory::desc({out[1]}, has_bias ? dtype_of(bias_dt) : dt, tag::a);
-    PostOpArgs po = build_post_ops(f_, operands, sum_in_place, nd, plain_clamps);
+    const memory::desc blocked_dst(out, dt, blocked_tag(nd));
+    PostOpArgs po = build_post_ops(f_, operands, sum_in_place, nd, plain_clamps, blocked ? &blocked_dst : nullptr);
     if (f_.transposed) {
       auto pd = dnnl::deconvolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,
                                                             dnnl::algorithm::deconvolution_direct, src_md, w_md, bias_md,
@@ -308,6 +342,11 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
       e->prim = dnnl::convolution_forward(pd);
       e->pd = pd;
     }
+    // A shape the blocked kernels do not take would leave oneDNN its reference implementation:
+    // NHWC's fast one instead.
+    if (blocked && std::string(e->pd.impl_info_str()).rfind("ref", 0) == 0)
+      return build(x, w, cdt, has_bias, bias_dt, folded, out, pad_l, pad_r, dil, strides, operands, sum_in_place,
+                   plain_clamps, false);
     e->binary = po.binary;
     e->descs = CallDescs(e->pd);
     if (!(e->src_plain == e->descs.src)) {
@@ -317,7 +356,36 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
       e->src_reorder = dnnl::reorder(rpd);
       e->src_reorder_descs = CallDescs(rpd);
     }
+    if (blocked) {
+      int64_t k = w.size(1);
+      for (int64_t i = 2; i < w.dim(); ++i) k *= w.size(i);
+      e->impl_suffix = " on NCHW blocked by " + std::to_string(channel_block()) +
+                       " channels (eager's layout for an NCHW input: reduction C x k x k = " + std::to_string(k) +
+                       ", where NHWC's fp32 error grows past eager's)";
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      e->dst_plain = f_.channels_last ? memory::desc(out, dt, cl_tag) : memory::desc(out, dt, tag_plain(nd));
+      dnnl::reorder::primitive_desc rpd(cpu_engine(), e->descs.dst, cpu_engine(), e->dst_plain, attr);
+      e->dst_reorder = dnnl::reorder(rpd);
+      e->dst_reorder_descs = CallDescs(rpd);
+    }
     return e;
+  }
+
+  // The NCHW-blocked layout eager's oneDNN runs fp32 convolutions on: 16 channels per block where
+  // oneDNN runs AVX-512 kernels, 8 on AVX2.
+  static int64_t channel_block() {
+    static const int64_t b = host().onednn_isa.rfind("avx512", 0) == 0 ? 16 : 8;
+    return b;
+  }
+  static memory::format_tag blocked_tag(int64_t nd) {
+    using tag = memory::format_tag;
+    if (channel_block() == 16) return nd == 3 ? tag::nCw16c : nd == 4 ? tag::nChw16c : tag::nCdhw16c;
+    return nd == 3 ? tag::nCw8c : nd == 4 ? tag::nChw8c : tag::nCdhw8c;
+  }
+
+  static memory::format_tag tag_plain(int64_t nd) {
+    return nd == 3 ? memory::format_tag::ncw : nd == 4 ? memory::format_tag::nchw : memory::format_tag::ncdhw;
   }
 };
 
