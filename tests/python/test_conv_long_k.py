@@ -59,8 +59,9 @@ LONG = [(128, 3, 12), (512, 3, 8), (1024, 1, 7)]
 
 @pytest.mark.parametrize("C,k,H", LONG)
 def test_long_reduction_error_is_eagers(C, k, H):
-    """RMSE against fp64 within 1.1x eager's (measured 1.00, bit for bit, on AVX-512 hosts; NHWC
-    gave 2.0-5.1x at these shapes)."""
+    """RMSE against fp64 within 1.3x eager's (measured 1.00, bit for bit, on the Zen 4 host; NHWC
+    gave 2.0-5.1x at these shapes). Not 1.0: other hosts are unmeasured, and eager's newer oneDNN
+    may block differently there."""
     torch.manual_seed(0)
     conv = nn.Conv2d(C, 32, k, bias=False).eval()
     conv.weight.data = torch.randn_like(conv.weight)
@@ -70,7 +71,7 @@ def test_long_reduction_error_is_eagers(C, k, H):
     yc, ye = _compiled_and_eager(conv, x)
     with torch.no_grad():
         y64 = F.conv2d(x.double(), conv.weight.double())
-    assert _rmse(yc, y64) <= 1.1 * _rmse(ye, y64), (_rmse(yc, y64), _rmse(ye, y64))
+    assert _rmse(yc, y64) <= 1.3 * _rmse(ye, y64), (_rmse(yc, y64), _rmse(ye, y64))
 
 
 def test_short_reduction_stays_nhwc():
@@ -218,4 +219,4 @@ def test_aten_choice_reads_nchw(monkeypatch):
     assert_same(ye, yc)
     with torch.no_grad():
         y64 = m.double()(x.double())
-    assert _rmse(yc, y64) <= 1.1 * _rmse(ye, y64), (_rmse(yc, y64), _rmse(ye, y64))
+    assert _rmse(yc, y64) <= 1.3 * _rmse(ye, y64), (_rmse(yc, y64), _rmse(ye, y64))

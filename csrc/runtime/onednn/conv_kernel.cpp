@@ -10,6 +10,11 @@
 // other is reordered once into the layout the primitive picked. The result stays
 // channels-last when layout_propagation asked for it (chains of convolutions then never
 // reorder); otherwise it is copied to the contiguous layout eager returns.
+//
+// The exception (layout_propagation's blocked_layout): an fp32 convolution with a long reduction
+// that eager runs on NCHW tensors runs, as eager's does, on oneDNN's NCHW-blocked layouts, whose
+// error stays eager's where NHWC's grows 2-6.6x past it; its input is reordered in and its output
+// back, and a full-size post-op operand is read in the blocked layout.
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 
@@ -319,7 +324,8 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     const memory::desc w_plain = weight_plain(w);
     using tag = memory::format_tag;
     // Channels-last input: read it as it is. Otherwise let oneDNN choose (and reorder into it).
-    // Blocked (runs_blocked): both free, as eager's oneDNN convolution on NCHW tensors leaves them.
+    // Blocked (runs_blocked): the src free, the dst NCHW-blocked as eager's oneDNN runs it for NCHW
+    // tensors (left free, oneDNN 3.2 takes NHWC's brgconv, with NHWC's error).
     memory::desc src_md =
         channels_last(x) && !blocked ? e->src_plain : memory::desc(dims_of(x.sizes()), dt, tag::any);
     const tag cl_tag = nd == 3 ? tag::nwc : nd == 4 ? tag::nhwc : tag::ndhwc;
