@@ -45,3 +45,11 @@ def _fresh_dynamo():
     torch._dynamo.reset()
     yield
     torch._dynamo.reset()
+
+
+@pytest.fixture
+def onednn_forced(monkeypatch):
+    """oneDNN's path at every kernel (FXCPP_KERNEL_CHOICE=onednn): never eager's ops where a first
+    call measured them faster (which wins a small GEMM is the host's mood), never the GEMV (its own
+    accumulation). A module takes it with `pytest.mark.usefixtures("onednn_forced")`."""
+    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")

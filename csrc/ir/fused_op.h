@@ -32,6 +32,11 @@ struct PostOp {
 // counts them against oneDNN's limit on post-ops.
 std::vector<PostOp> nan_preserving_steps(const PostOp& p);
 
+// A reduction-length threshold read from the environment variable `name` (FXCPP_MATMUL_LONG_K,
+// FXCPP_CONV_LONG_K): unset or empty gives `fallback`, a positive K itself, 0 (or anything not
+// a positive number) -1, which callers read as "never".
+int64_t long_k_from_env(const char* name, int64_t fallback);
+
 struct FusedOp {
   enum class Anchor { Conv, Matmul };
   Anchor anchor = Anchor::Matmul;

@@ -140,11 +140,7 @@ class Checker {
 int64_t conv_long_k_threshold() {
   // 576 (1.97x eager's error alone) stays NHWC: ResNet-50's 56 x 56 layers, where the reorders
   // cost most. A threshold of 512 took ResNet-50 to 1.01x eager's error in 1.06-1.10x the time.
-  constexpr int64_t kLongK = 1024;
-  const char* v = std::getenv("FXCPP_CONV_LONG_K");
-  if (!v || !*v) return kLongK;
-  const long long k = std::atoll(v);
-  return k > 0 ? static_cast<int64_t>(k) : -1;
+  return long_k_from_env("FXCPP_CONV_LONG_K", 1024);
 }
 
 // Whether eager would run this convolution on oneDNN's blocked layouts and fxcpp's NHWC would

@@ -34,6 +34,17 @@ def explain_and_run(fn, xs):
     return report, res, ref, ref64
 
 
+def onednn_impls(fn, *xs, op=None):
+    """What each oneDNN node (of `op`, e.g. "aten::convolution", where given) ran, from a fresh
+    Dynamo's explain(), less the "onednn " prefix."""
+    torch._dynamo.reset()
+    with torch.no_grad():
+        report = fxcpp.explain(fn, *xs)
+    torch._dynamo.reset()
+    return [r.impl.removeprefix("onednn ") for r in report.rows
+            if r.kernel == "onednn" and r.impl and (op is None or r.op == op)]
+
+
 def clone_inputs(inputs):
     return [x.clone() if isinstance(x, torch.Tensor) else copy.deepcopy(x) for x in inputs]
 

@@ -18,29 +18,16 @@ import torch.nn.functional as F
 import fxcpp
 from fxcpp import _C
 from fxcpp.freeze import ReleasedTensor
-from helpers import assert_same
+from helpers import assert_same, onednn_impls
 
-pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
+pytestmark = [pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)"),
+              pytest.mark.usefixtures("onednn_forced")]
 
 BLOCKED = "on NCHW blocked by"  # what explain() says of a blocked convolution
 
 
-@pytest.fixture(autouse=True)
-def _onednn(monkeypatch):
-    # oneDNN's path at every kernel, not eager's ATen ops where the first call measured them faster.
-    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-
-
 def _conv_impls(fn, *xs):
-    """What each oneDNN convolution ran, from explain()."""
-    torch._dynamo.reset()
-    with torch.no_grad():
-        report = fxcpp.explain(fn, *xs)
-    torch._dynamo.reset()
-    return [r.impl for r in report.rows if r.kernel == "onednn" and r.op == "aten::convolution"]
+    return onednn_impls(fn, *xs, op="aten::convolution")
 
 
 def _compiled_and_eager(fn, *xs):

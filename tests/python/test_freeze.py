@@ -17,19 +17,10 @@ from fxcpp.explain import recording
 from fxcpp.freeze import ReleasedTensor
 from helpers import assert_same, errors_in_threads
 
-pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
+pytestmark = [pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)"),
+              pytest.mark.usefixtures("onednn_forced")]
 
 FREEZE = {"freeze": True}
-
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo(monkeypatch):
-    # oneDNN's path at every kernel: a first call that measured eager's ops faster would keep
-    # (and keep reading) that weight, and which one wins a tiny GEMM is the host's mood.
-    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
 
 
 def mlp(dtype=torch.float32):

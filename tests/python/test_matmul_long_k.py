@@ -16,30 +16,12 @@ import torch.nn.functional as F
 import fxcpp
 from fxcpp import _C
 from fxcpp.freeze import ReleasedTensor
-from helpers import assert_same
+from helpers import assert_same, onednn_impls
 
-pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
+pytestmark = [pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)"),
+              pytest.mark.usefixtures("onednn_forced")]
 
 BRGEMM = _C.host_info()["onednn_isa"].startswith("avx512")  # oneDNN runs brgemm for fp32 matmuls
-
-
-@pytest.fixture(autouse=True)
-def _onednn(monkeypatch):
-    # oneDNN's path at every kernel (not eager's ATen ops, whichever the first call measured
-    # faster) and never the GEMV (its own accumulation, which these tests are not about).
-    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-
-
-def _impls(fn, *xs):
-    """What each oneDNN node ran, less the "onednn " prefix."""
-    torch._dynamo.reset()
-    with torch.no_grad():
-        report = fxcpp.explain(fn, *xs)
-    torch._dynamo.reset()
-    return [r.impl.removeprefix("onednn ") for r in report.rows if r.kernel == "onednn" and r.impl]
 
 
 def _rmse(y, y64):
@@ -63,7 +45,7 @@ def test_long_k_error_near_eager(M, K, N):
         ye, yc = lin(a), torch.compile(lin, backend="fxcpp")(a)
         y64 = F.linear(a.double(), lin.weight.double())
     assert _rmse(yc, y64) <= 1.5 * _rmse(ye, y64), (_rmse(yc, y64), _rmse(ye, y64))
-    assert all(i.startswith("gemm:") for i in _impls(lin, a)), _impls(lin, a)
+    assert all(i.startswith("gemm:") for i in onednn_impls(lin, a)), onednn_impls(lin, a)
 
 
 def test_gemm_by_default_where_brgemm_runs(monkeypatch):
@@ -72,12 +54,12 @@ def test_gemm_by_default_where_brgemm_runs(monkeypatch):
     long_k = nn.Linear(2048, 64).eval()
     short_k = nn.Linear(1024, 64).eval()
     x_long, x_short = torch.randn(32, 2048), torch.randn(32, 1024)
-    impls = _impls(long_k, x_long)
+    impls = onednn_impls(long_k, x_long)
     assert impls and all(i.startswith("gemm:") for i in impls), impls
     assert all(("(not brg" in i) == BRGEMM for i in impls), impls
-    assert all(i.startswith("brg" if BRGEMM else "gemm:") and "(not " not in i for i in _impls(short_k, x_short))
+    assert all(i.startswith("brg" if BRGEMM else "gemm:") and "(not " not in i for i in onednn_impls(short_k, x_short))
     monkeypatch.setenv("FXCPP_MATMUL_LONG_K", "0")
-    assert all(i.startswith("brg" if BRGEMM else "gemm:") and "(not " not in i for i in _impls(long_k, x_long))
+    assert all(i.startswith("brg" if BRGEMM else "gemm:") and "(not " not in i for i in onednn_impls(long_k, x_long))
 
 
 class _Block(nn.Module):
@@ -102,7 +84,7 @@ def test_forced_gemm_linear_post_ops(monkeypatch, K):
     torch.manual_seed(0)
     m = _Block(K, 24).eval()
     x, r = torch.randn(10, K), torch.randn(10, 24)
-    assert _gemm_everywhere(_impls(m, x, r))
+    assert _gemm_everywhere(onednn_impls(m, x, r))
     with torch.no_grad():
         assert_same(m(x, r), torch.compile(m, backend="fxcpp")(x, r))
 
@@ -135,7 +117,7 @@ def test_forced_gemm_weight_read_in_place(monkeypatch):
     x, w, b = torch.randn(12, 300), torch.randn(40, 300), torch.randn(40)
     xt, w2 = torch.randn(300, 12), torch.randn(300, 40)
     for fn, xs in [(f, (x, w, b)), (g, (xt, w2))]:
-        assert _gemm_everywhere(_impls(fn, *xs)), fn
+        assert _gemm_everywhere(onednn_impls(fn, *xs)), fn
         with torch.no_grad():
             assert_same(fn(*xs), torch.compile(fn, backend="fxcpp")(*xs))
 
@@ -148,7 +130,7 @@ def test_forced_gemm_bmm(monkeypatch):
         return torch.bmm(a, b) * 0.5 + c
 
     xs = (torch.randn(3, 9, 170), torch.randn(3, 170, 11), torch.randn(3, 9, 11))
-    assert _gemm_everywhere(_impls(f, *xs))
+    assert _gemm_everywhere(onednn_impls(f, *xs))
     with torch.no_grad():
         assert_same(f(*xs), torch.compile(f, backend="fxcpp")(*xs))
 
@@ -192,7 +174,7 @@ def test_bf16_keeps_onednns_choice(monkeypatch):
     monkeypatch.setenv("FXCPP_MATMUL_LONG_K", "64")
     m = nn.Linear(200, 24).eval().to(torch.bfloat16)
     x = torch.randn(40, 200, dtype=torch.bfloat16)
-    impls = _impls(m, x)
+    impls = onednn_impls(m, x)
     assert impls and not any("(not " in i for i in impls), impls
 
 
@@ -211,7 +193,7 @@ def test_attention_pv_over_long_keys_near_eager(monkeypatch):
         ye, yc = _sdpa(q, k, v), torch.compile(_sdpa, backend="fxcpp")(q, k, v)
         y64 = _sdpa(q.double(), k.double(), v.double())
     assert _rmse(yc, y64) <= 1.35 * _rmse(ye, y64), (_rmse(yc, y64), _rmse(ye, y64))
-    impls = _impls(_sdpa, q, k, v)
+    impls = onednn_impls(_sdpa, q, k, v)
     assert len(impls) == 1 and impls[0].split(" + ")[-1].startswith("gemm:"), impls
 
 
@@ -221,7 +203,7 @@ def test_forced_gemm_attention(monkeypatch):
     monkeypatch.setenv("FXCPP_MATMUL_LONG_K", "64")
     torch.manual_seed(0)
     q, k, v = torch.randn(2, 3, 40, 32), torch.randn(2, 3, 100, 32), torch.randn(2, 3, 100, 32)
-    impls = _impls(_sdpa, q, k, v)
+    impls = onednn_impls(_sdpa, q, k, v)
     assert len(impls) == 1 and impls[0].split(" + ")[-1].startswith("gemm:"), impls
     assert ("(not brg" in impls[0]) == BRGEMM, impls
     with torch.no_grad():

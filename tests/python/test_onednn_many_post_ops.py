@@ -17,12 +17,8 @@ import fxcpp
 from fxcpp import _C
 from helpers import assert_same
 
-pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
-
-
-@pytest.fixture(autouse=True)
-def _onednn(monkeypatch):  # oneDNN's primitive, whatever a first call would measure
-    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")
+pytestmark = [pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)"),
+              pytest.mark.usefixtures("onednn_forced")]
 
 
 class Residuals(nn.Module):

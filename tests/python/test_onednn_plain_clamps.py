@@ -12,7 +12,8 @@ from fxcpp import _C
 
 from test_onednn_nonfinite import ACTS, SPECIAL, Depthwise1x1, Linear1, _same_nonfinite
 
-pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
+pytestmark = [pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)"),
+              pytest.mark.usefixtures("onednn_forced")]
 
 # Finite, with signed zeros, denormals and large values, as many as SPECIAL (Depthwise1x1's channels).
 FINITE = [0.0, -0.0, 1e-40, -1e-40, 1e20, -1e20, 0.1, -0.1, 0.5, 2.0, -2.0, 3.0,
@@ -27,13 +28,6 @@ PLAIN = "clamps plain where the input is checked finite"
 # weight widened at each call rather than packed (matmul_kernel.cpp, widens_per_call).
 WIDENED_PER_CALL = not _C.host_info()["native_bf16"] and not _C.host_info()["onednn_isa"].startswith("avx512")
 FELL_BACK = "NaN-preserving post-ops at a call"
-
-
-@pytest.fixture(autouse=True)
-def _onednn_path(monkeypatch):
-    # The first call may otherwise keep eager's ops for these tiny shapes; the clamps are oneDNN's.
-    monkeypatch.setenv("FXCPP_KERNEL_CHOICE", "onednn")
-    torch._dynamo.reset()
 
 
 def _model(anchor, act, dtype):

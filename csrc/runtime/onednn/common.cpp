@@ -316,12 +316,6 @@ bool uniquely_owned(const at::Tensor& t) {
   return t.use_count() == 1 && t.storage().use_count() == 1 && t.storage_offset() == 0;
 }
 
-int64_t long_k_threshold() {
-  constexpr int64_t kLongK = 1024;
-  const char* v = std::getenv("FXCPP_MATMUL_LONG_K");
-  if (!v || !*v) return kLongK;
-  const long long k = std::atoll(v);
-  return k > 0 ? static_cast<int64_t>(k) : -1;
-}
+int64_t long_k_threshold() { return long_k_from_env("FXCPP_MATMUL_LONG_K", 1024); }
 
 }  // namespace fxcpp::onednn

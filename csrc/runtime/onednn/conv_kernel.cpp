@@ -329,11 +329,11 @@ class ConvKernel final : public FusedKernel<ConvEntry> {
     memory::desc src_md =
         channels_last(x) && !blocked ? e->src_plain : memory::desc(dims_of(x.sizes()), dt, tag::any);
     const tag cl_tag = nd == 3 ? tag::nwc : nd == 4 ? tag::nhwc : tag::ndhwc;
-    memory::desc dst_md = blocked ? memory::desc(out, dt, blocked_tag(nd)) : memory::desc(out, dt, cl_tag);
+    const memory::desc blocked_dst(out, dt, blocked_tag(nd));
+    const memory::desc dst_md = blocked ? blocked_dst : memory::desc(out, dt, cl_tag);
     memory::desc w_md(w_plain.get_dims(), dt, tag::any);
     memory::desc bias_md;
     if (has_bias || folded) bias_md = memory::desc({out[1]}, has_bias ? dtype_of(bias_dt) : dt, tag::a);
-    const memory::desc blocked_dst(out, dt, blocked_tag(nd));
     PostOpArgs po = build_post_ops(f_, operands, sum_in_place, nd, plain_clamps, blocked ? &blocked_dst : nullptr);
     if (f_.transposed) {
       auto pd = dnnl::deconvolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,
