@@ -71,13 +71,22 @@ inline void block(const GemvArgs& a, int64_t m0, int64_t n0) {
 template <typename WT, int MR>
 void gemv_typed(const GemvArgs& a) {
   const int64_t blocks = (a.N + NR - 1) / NR;
-  // Threads only when each gets at least ~256 KB of weights: below that, waking them costs
-  // more than streaming the rest.
-  const int64_t bytes_per_block = NR * a.K * static_cast<int64_t>(sizeof(WT));
-  const int64_t grain = std::max<int64_t>(1, (256 << 10) / std::max<int64_t>(1, bytes_per_block));
-  at::parallel_for(0, blocks, grain, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b)
-      for (int64_t m0 = 0; m0 < a.M; m0 += MR) block<WT, MR>(a, m0, b * NR);
+  // Many rows (a narrow output at any M, matmul_kernel's narrow_n rule): tiles of activation
+  // rows of at most ~256 KB (L2-resident while every weight block passes over them, so the
+  // activations are read from memory once) are split across threads as well. At M <= 64
+  // (every small-M call) one tile: the weight blocks alone are split, as before.
+  const int64_t row_bytes = a.K * static_cast<int64_t>(sizeof(float));
+  const int64_t tile = a.M <= 64 ? a.M : std::clamp<int64_t>((256 << 10) / std::max<int64_t>(1, row_bytes) / MR * MR, MR, 64);
+  const int64_t tiles = (a.M + tile - 1) / tile;
+  // Threads only when each gets at least ~256 KB of weights (and rows): below that, waking
+  // them costs more than streaming the rest.
+  const int64_t bytes_per_task = NR * a.K * static_cast<int64_t>(sizeof(WT)) + (tiles > 1 ? tile * row_bytes : 0);
+  const int64_t grain = std::max<int64_t>(1, (256 << 10) / std::max<int64_t>(1, bytes_per_task));
+  at::parallel_for(0, tiles * blocks, grain, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {  // tile-major: a thread's blocks share its rows
+      const int64_t m_begin = t / blocks * tile, m_end = std::min(a.M, m_begin + tile), b = t % blocks;
+      for (int64_t m0 = m_begin; m0 < m_end; m0 += MR) block<WT, MR>(a, m0, b * NR);
+    }
   });
 }
 

@@ -16,7 +16,8 @@
 // into scratch outputs) and keeps ATen only if it is clearly faster; the call returns the
 // chosen path's result, so every call of a signature comes from one path. A node measures
 // at most kMaxMeasured signatures (a decoding loop's growing shapes then inherit the last
-// choice). FXCPP_KERNEL_CHOICE=onednn|aten forces one path (tests).
+// choice). FXCPP_KERNEL_CHOICE=onednn|aten forces one path (tests); =ours our own kernel,
+// never eager's ops, with the matmul kernel's own rules for the GEMV and MKL.
 //
 // Options.freeze (freeze()): the kernel keeps the packs it made and never reads their sources
 // again (the caller releases them): no stamps, no write guards; a signature needing another
@@ -629,8 +630,8 @@ class FusedKernel : public Kernel {
     if (!v) return kUndecided;
     const std::string s = v;
     // "gemv" and "mkl" force our own kernel too: the matmul kernel's small-M path or MKL's
-    // bf16 GEMM, where it applies.
-    return s == "onednn" || s == "gemv" || s == "mkl" ? kOnednn : s == "aten" ? kAten : kUndecided;
+    // bf16 GEMM, where it applies; "ours" our own kernel, whichever of them its rules pick.
+    return s == "onednn" || s == "gemv" || s == "mkl" || s == "ours" ? kOnednn : s == "aten" ? kAten : kUndecided;
   }
 
   // An entry that runs ATen keeps no packed copy of the weight.

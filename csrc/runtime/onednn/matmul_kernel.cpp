@@ -9,9 +9,9 @@
 //    than reordering it at every call.
 //  - "onednn:bf16-as-fp32" / "onednn:fp16-as-fp32": the same primitive in fp32 where this
 //    host has no native kernels for the dtype (FusedKernel::compute_dtype).
-//  - "gemv": M <= kGemvMaxM (batch-1 serving, decoding): our GEMV (runtime/cpu/gemv.h)
-//    streams the weight's [N, K] rows where they lie, then the post-ops run as ATen ops on
-//    the small [M, N] result.
+//  - "gemv": M <= kGemvMaxM (batch-1 serving, decoding), or a narrow fp32 output at any M
+//    (narrow_output): our GEMV (runtime/cpu/gemv.h) streams the weight's [N, K] rows where
+//    they lie, then the post-ops run as ATen ops on the small [M, N] result.
 //  - "mkl:bf16": a bf16 weight where oneDNN has no bf16 matmul and runs its gemm (below
 //    AVX-512): MKL's bf16 GEMM (runtime/cpu/mkl_bf16_gemm.h) reads the bf16 weight and
 //    activations where they lie and accumulates in fp32, converting the weight as it packs it
@@ -86,6 +86,18 @@ bool widens_per_call(bool widen, bool folds_bn, bool freezing) {
   return widen && !folds_bn && !freezing && !onednn_has_brgemm_matmul();
 }
 
+// A narrow fp32 output (a classifier or regression head, token classification over a few
+// labels: N < 12) runs on the GEMV at any M where oneDNN would run brgemm. brgemm sums each
+// output along K in one accumulator; eager's GEMM below 12 columns (MKL's narrow path, as
+// measured on the AMD hosts; from 12 the two agree at short K) lands closer to fp64: brgemm gave
+// 1.3-3.6x eager's error from K = 64 on, past the harness rule's 2x in 23 shapes of 90.
+// The GEMV sums over vector lanes: 0.35-1.04x eager's error, in 0.97-1.06x oneDNN's time (one
+// shape of 32, 4096 x 768 x 2, 1.26; benchmarks/results/narrow-n-gemv/).
+constexpr int64_t kNarrowN = 11;
+bool narrow_output(c10::ScalarType io, int64_t N) {
+  return io == at::kFloat && N <= kNarrowN && onednn_has_brgemm_matmul();
+}
+
 int64_t gemv_max_m(bool native_half, bool widened, bool onednn_packs, int64_t weight_bytes) {
   if (onednn_packs && onednn_has_brgemm_matmul()) {
     if (native_half) return kGemvMaxMNativeBf16Packed;
@@ -97,7 +109,8 @@ int64_t gemv_max_m(bool native_half, bool widened, bool onednn_packs, int64_t we
 
 // FXCPP_KERNEL_CHOICE=gemv forces the GEMV wherever its layout allows (any M), =mkl MKL's
 // bf16 GEMM wherever it applies (any M, any host: a bf16 weight, not frozen, no BatchNorm);
-// each keeps the other off, and =onednn or =aten keep both off.
+// each keeps the other off, =onednn or =aten keep both off, and =ours (our kernel, never
+// eager's ops) leaves both to their rules.
 enum class Policy { Auto, Force, Never };
 Policy policy_for(const char* path) {
   const char* v = std::getenv("FXCPP_KERNEL_CHOICE");
@@ -267,15 +280,15 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
     const bool native_half = compute_dtype(io) != at::kFloat;
     if (src.scalar_type() != io && src.scalar_type() != at::kFloat) return false;
     const std::vector<at::Tensor> bn = bn_tensors(stack);
-    if (gemv_policy_ == Policy::Auto &&
-        src.size(0) > gemv_max_m(native_half, !native_half && io != at::kFloat, cache_pack(w, bias, bn),
-                                 static_cast<int64_t>(w.nbytes())))
-      return false;
+    const int64_t M = src.size(0), K = src.size(1), N = f_.weight_nk ? w.size(0) : w.size(1);
+    const bool small_m = M <= gemv_max_m(native_half, !native_half && io != at::kFloat, cache_pack(w, bias, bn),
+                                         static_cast<int64_t>(w.nbytes()));
+    const bool narrow = !small_m && narrow_output(io, N);
+    if (gemv_policy_ == Policy::Auto && !small_m && !narrow) return false;
     const at::Tensor rows = f_.weight_nk || frozen() ? w : w.t();  // frozen: never read (no op on it)
     const bool direct = !frozen() && bn.empty() && (rows.stride(1) == 1 || rows.size(1) == 1);
     const bool cached = !direct && cache_pack(w, bias, bn);
     if (!direct && !cached) return false;
-    const int64_t M = src.size(0), K = src.size(1), N = f_.weight_nk ? w.size(0) : w.size(1);
     if (f_.flatten_src) out_shape.back() = N;
     else out_shape = {M, N};
 
@@ -285,6 +298,9 @@ class MatmulKernel final : public FusedKernel<MatmulEntry> {
         [&] {
           auto e = std::make_shared<MatmulEntry>();
           e->impl = std::string(cpu::isa_name()) + " " + c10::toString(io) + " rows";
+          if (narrow)
+            e->impl += " (a narrow output, N = " + std::to_string(N) + " <= " + std::to_string(kNarrowN) +
+                       ": brgemm's fp32 error there grows past eager's)";
           return e;
         },
         "gemv", direct ? "weight rows read where they lie" : "weight packed once into [N, K] rows");
