@@ -5,6 +5,13 @@
 
 namespace fxcpp {
 
+int64_t long_k_from_env(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  const long long k = std::atoll(v);
+  return k > 0 ? static_cast<int64_t>(k) : -1;
+}
+
 // oneDNN's relu (slope 0), clip and hardsigmoid compute max/min with the bound as the
 // second operand, so NaN comes out as the bound; eager keeps NaN. They are built instead
 // from elu with alpha 0, `x > 0 ? x : 0 * (exp(x) - 1)`, which is x, -0 or NaN, and a
@@ -14,13 +21,6 @@ namespace fxcpp {
 //                                                                     round by at most ulp(hi)/2)
 // A bound at ±FLT_MAX (clamp with one side) is absent. Two exps per element for a clip: at a
 // call proven NaN-free (plain_clamp_bound) the kernels run oneDNN's own clamps instead.
-int64_t long_k_from_env(const char* name, int64_t fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  const long long k = std::atoll(v);
-  return k > 0 ? static_cast<int64_t>(k) : -1;
-}
-
 std::vector<PostOp> nan_preserving_steps(const PostOp& p) {
   std::vector<PostOp> steps;
   auto step = [&](const char* alg, float a, float b) {

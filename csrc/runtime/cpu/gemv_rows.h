@@ -72,7 +72,7 @@ template <typename WT, int MR>
 void gemv_typed(const GemvArgs& a) {
   if (a.M <= 0 || a.N <= 0) return;  // nothing to write (and no tile size to divide by)
   const int64_t blocks = (a.N + NR - 1) / NR;
-  // Many rows (a narrow output at any M, matmul_kernel's narrow_n rule): tiles of activation
+  // Many rows (a narrow output at any M, matmul_kernel's narrow_output rule): tiles of activation
   // rows of at most ~256 KB (L2-resident while every weight block passes over them, so the
   // activations are read from memory once) are split across threads as well. At M <= 64
   // (every small-M call) one tile: the weight blocks alone are split, as before.
