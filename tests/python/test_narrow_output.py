@@ -168,3 +168,16 @@ def test_freeze_other_batches():
         with torch.compiler.set_stance("fail_on_recompile"):
             for b in (2, 3, 130, 70):
                 assert_same(refs[b], c(*xs[b]))
+
+
+@pytest.mark.parametrize("layout", ["row_slice", "transposed", "every_other_row"])
+def test_strided_inputs(layout):
+    """The GEMV reads rows through their stride (a slice of wider rows), copies what it cannot
+    (a transposed input)."""
+    torch.manual_seed(0)
+    lin = nn.Linear(64, 3).eval()
+    base = {"row_slice": lambda: torch.randn(70, 100)[:, 10:74], "transposed": lambda: torch.randn(64, 70).t(),
+            "every_other_row": lambda: torch.randn(140, 64)[::2]}[layout]()
+    with torch.no_grad():
+        ref = lin(base)
+    assert_same(ref, _compiled(lin, base))
