@@ -4,9 +4,9 @@ brgemm (runtime/onednn/matmul_kernel.cpp, narrow_output).
 brgemm sums each output along K in one accumulator; below 12 columns eager's GEMM (MKL's narrow
 path, as measured on the AMD hosts) lands closer to fp64: brgemm gave 1.3-3.6x eager's error from
 K = 64 on, past the harness rule's 2x in 23 shapes of 90 (benchmarks/results/narrow-n-gemv/). The
-GEMV sums over vector lanes: 0.35-1.04x eager's error, in oneDNN's time. FXCPP_KERNEL_CHOICE=ours keeps eager's ops out (a
-first call may measure them faster) and leaves the GEMV to its rules; on a host without brgemm
-(AVX2: oneDNN's gemm:jit, eager's accuracy) the rule is off."""
+GEMV sums over vector lanes: 0.35-1.04x eager's error, in oneDNN's time. FXCPP_KERNEL_CHOICE=ours
+keeps eager's ops out (a first call may measure them faster) and leaves the GEMV to its rules; on
+a host without brgemm (AVX2: oneDNN's gemm:jit, eager's accuracy) the rule is off."""
 import pytest
 import torch
 import torch.nn as nn
@@ -38,7 +38,8 @@ def _compiled(m, *xs, **kw):
 
 @pytest.mark.parametrize("M,K,N", [(64, 512, 3), (64, 128, 3), (1001, 768, 2), (40, 300, 11), (8, 2048, 8)])
 def test_narrow_output_error_at_most_eagers(M, K, N):
-    """Narrow outputs (brgemm: 1.4-2.9x eager's error at these shapes on the Zen 5 host) run the GEMV, within 1.3x."""
+    """Narrow outputs (brgemm: 1.4-2.9x eager's error at these shapes on the Zen 5 host) run the
+    GEMV, within 1.3x of eager's error."""
     torch.manual_seed(0)
     lin = nn.Linear(K, N, bias=False).eval()
     lin.weight.data = torch.randn(N, K)
