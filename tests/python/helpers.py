@@ -45,6 +45,26 @@ def onednn_impls(fn, *xs, op=None):
             if r.kernel == "onednn" and r.impl and (op is None or r.op == op)]
 
 
+def assert_frozen_runs_other_batches(m, xs, released):
+    """Options.freeze with the batch dynamic: `m` compiled and called at the first batch of `xs`
+    ({batch: inputs}, eager's results taken before), `released()` (the weight, read after that
+    call) is a ReleasedTensor, and every other batch, then the first again, runs under
+    fail_on_recompile with eager's results."""
+    from fxcpp.freeze import ReleasedTensor
+    with torch.no_grad():
+        refs = {b: m(*x) for b, x in xs.items()}
+    first = next(iter(xs))
+    for x in xs[first]:
+        torch._dynamo.mark_dynamic(x, 0)
+    c = torch.compile(m, backend="fxcpp", options={"freeze": True})
+    with torch.no_grad():
+        assert_same(refs[first], c(*xs[first]))
+        assert isinstance(released(), ReleasedTensor)
+        with torch.compiler.set_stance("fail_on_recompile"):
+            for b in [*(b for b in xs if b != first), first]:
+                assert_same(refs[b], c(*xs[b]))
+
+
 def clone_inputs(inputs):
     return [x.clone() if isinstance(x, torch.Tensor) else copy.deepcopy(x) for x in inputs]
 

@@ -17,8 +17,7 @@ import torch.nn.functional as F
 
 import fxcpp
 from fxcpp import _C
-from fxcpp.freeze import ReleasedTensor
-from helpers import assert_same, onednn_impls
+from helpers import assert_frozen_runs_other_batches, assert_same, onednn_impls
 
 pytestmark = [pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)"),
               pytest.mark.usefixtures("onednn_forced")]
@@ -181,17 +180,7 @@ def test_frozen_other_batches():
     torch.manual_seed(0)
     m = _Residual(128, 32, 3).eval()
     xs = {b: (torch.randn(b, 128, 8, 8), torch.randn(b, 32, 8, 8)) for b in (4, 2, 3)}
-    with torch.no_grad():
-        refs = {b: m(*x) for b, x in xs.items()}
-    torch._dynamo.mark_dynamic(xs[4][0], 0)
-    torch._dynamo.mark_dynamic(xs[4][1], 0)
-    c = torch.compile(m, backend="fxcpp", options={"freeze": True})
-    with torch.no_grad():
-        assert_same(refs[4], c(*xs[4]))
-        assert isinstance(m.conv.weight, ReleasedTensor)
-        with torch.compiler.set_stance("fail_on_recompile"):
-            for b in (2, 3, 4):
-                assert_same(refs[b], c(*xs[b]))
+    assert_frozen_runs_other_batches(m, xs, lambda: m.conv.weight)
 
 
 def test_aten_choice_reads_nchw(monkeypatch):

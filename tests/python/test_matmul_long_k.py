@@ -15,8 +15,7 @@ import torch.nn.functional as F
 
 import fxcpp
 from fxcpp import _C
-from fxcpp.freeze import ReleasedTensor
-from helpers import assert_same, onednn_impls
+from helpers import assert_frozen_runs_other_batches, assert_same, onednn_impls
 
 pytestmark = [pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)"),
               pytest.mark.usefixtures("onednn_forced")]
@@ -156,17 +155,7 @@ def test_forced_gemm_freeze_other_batches(monkeypatch):
     torch.manual_seed(0)
     m = _Block(200, 24).eval()
     xs = {b: (torch.randn(b, 200), torch.randn(b, 24)) for b in (32, 2, 3, 17)}
-    with torch.no_grad():
-        refs = {b: m(*x) for b, x in xs.items()}
-    torch._dynamo.mark_dynamic(xs[32][0], 0)
-    torch._dynamo.mark_dynamic(xs[32][1], 0)
-    c = torch.compile(m, backend="fxcpp", options={"freeze": True})
-    with torch.no_grad():
-        assert_same(refs[32], c(*xs[32]))
-        assert isinstance(m.lin.weight, ReleasedTensor)
-        with torch.compiler.set_stance("fail_on_recompile"):
-            for b in (2, 3, 17, 32):
-                assert_same(refs[b], c(*xs[b]))
+    assert_frozen_runs_other_batches(m, xs, lambda: m.lin.weight)
 
 
 def test_bf16_keeps_onednns_choice(monkeypatch):

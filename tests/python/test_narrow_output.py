@@ -13,7 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from fxcpp import _C
-from helpers import assert_same, onednn_impls
+from helpers import assert_frozen_runs_other_batches, assert_same, onednn_impls
 
 pytestmark = pytest.mark.skipif(not _C.has_onednn(), reason="fxcpp built without oneDNN (FXCPP_ONEDNN=0)")
 
@@ -154,21 +154,10 @@ def test_weight_not_contiguous_is_packed_once():
 
 def test_freeze_other_batches():
     """Options.freeze: the parameter released, the GEMV runs from its pack at other row counts."""
-    from fxcpp.freeze import ReleasedTensor
     torch.manual_seed(0)
     m = _Head().eval()
     xs = {b: (torch.randn(b, 96), torch.randn(b, 5)) for b in (70, 2, 3, 130)}
-    with torch.no_grad():
-        refs = {b: m(*x) for b, x in xs.items()}
-    torch._dynamo.mark_dynamic(xs[70][0], 0)
-    torch._dynamo.mark_dynamic(xs[70][1], 0)
-    c = torch.compile(m, backend="fxcpp", options={"freeze": True})
-    with torch.no_grad():
-        assert_same(refs[70], c(*xs[70]))
-        assert isinstance(m.lin.weight, ReleasedTensor)
-        with torch.compiler.set_stance("fail_on_recompile"):
-            for b in (2, 3, 130, 70):
-                assert_same(refs[b], c(*xs[b]))
+    assert_frozen_runs_other_batches(m, xs, lambda: m.lin.weight)
 
 
 @pytest.mark.parametrize("layout", ["row_slice", "transposed", "every_other_row"])
