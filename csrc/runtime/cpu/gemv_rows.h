@@ -3,6 +3,9 @@
 // (NR sequential streams the hardware prefetcher follows) against MR activation rows held in
 // L1; each (m, n) pair keeps a vector accumulator, summed across lanes once at the end.
 // Row tails repeat the last row (its result is discarded), so one kernel shape covers all.
+// Outputs narrower than a block (N < 4: a classifier or regression head, at any M) take a
+// block of exactly N rows and more activation rows per pass instead: a 4-row block there
+// would compute repeated rows and spend 2-4x the FMAs and loads per useful output.
 #pragma once
 #include <ATen/Parallel.h>
 #include <ATen/cpu/vec/functional.h>
@@ -21,12 +24,21 @@ namespace gemv_detail {
 
 using Vec = at::vec::Vectorized<float>;
 constexpr int64_t V = Vec::size();
-constexpr int NR = 4;  // weight rows per block
+constexpr int kNR = 4;  // weight rows per block where N >= 4
 #if defined(CPU_CAPABILITY_AVX2)
-constexpr int kMaxMR = 2;  // 16 ymm registers: 8 accumulators, 4 weight and 2 activation vectors
+constexpr int kRegs = 16;  // ymm
 #else
-constexpr int kMaxMR = 4;  // 32 zmm registers: 16 accumulators, 4 weight and 4 activation vectors
+constexpr int kRegs = 32;  // zmm
 #endif
+// The most activation rows per pass for a block of NR weight rows: MR * NR accumulators,
+// NR weight vectors and one activation vector (loaded per row) fit the registers with one
+// to spare: NR = 4: 4 rows (AVX2: 2), NR = 3: 8 (2), NR = 2: 8 (4), NR = 1: 8 (8).
+template <int NR>
+constexpr int max_mr() {
+  int mr = 1;
+  while (mr < 8 && 2 * mr * NR + NR + 1 < kRegs) mr *= 2;
+  return mr;
+}
 
 template <typename WT>
 inline Vec load_w(const WT* p) {
@@ -40,7 +52,7 @@ inline Vec load_w(const WT* p) {
 }
 
 // y[m0 .. m0+MR, n0 .. n0+NR) (rows past M or N repeat the last one and are not stored).
-template <typename WT, int MR>
+template <typename WT, int MR, int NR>
 inline void block(const GemvArgs& a, int64_t m0, int64_t n0) {
   const float* x[MR];
   const WT* w[NR];
@@ -68,16 +80,17 @@ inline void block(const GemvArgs& a, int64_t m0, int64_t n0) {
   }
 }
 
-template <typename WT, int MR>
+template <typename WT, int MR, int NR>
 void gemv_typed(const GemvArgs& a) {
   if (a.M <= 0 || a.N <= 0) return;  // nothing to write (and no tile size to divide by)
   const int64_t blocks = (a.N + NR - 1) / NR;
   // Many rows (a narrow output at any M, matmul_kernel's narrow_output rule): tiles of activation
   // rows of at most ~256 KB (L2-resident while every weight block passes over them, so the
   // activations are read from memory once) are split across threads as well. At M <= 64
-  // (every small-M call) one tile: the weight blocks alone are split, as before.
+  // (every small-M call) one tile, the weight blocks alone split, unless there is one block
+  // (N < 4), whose rows are all there is to split.
   const int64_t row_bytes = a.K * static_cast<int64_t>(sizeof(float));
-  const int64_t tile = a.M <= 64 ? a.M : std::clamp<int64_t>((256 << 10) / std::max<int64_t>(1, row_bytes) / MR * MR, MR, 64);
+  const int64_t tile = a.M <= 64 && blocks > 1 ? a.M : std::clamp<int64_t>((256 << 10) / std::max<int64_t>(1, row_bytes) / MR * MR, MR, 64);
   const int64_t tiles = (a.M + tile - 1) / tile;
   // Threads only when each gets at least ~256 KB of weights (and rows): below that, waking
   // them costs more than streaming the rest.
@@ -86,17 +99,35 @@ void gemv_typed(const GemvArgs& a) {
   at::parallel_for(0, tiles * blocks, grain, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {  // tile-major: a thread's blocks share its rows
       const int64_t m_begin = t / blocks * tile, m_end = std::min(a.M, m_begin + tile), b = t % blocks;
-      for (int64_t m0 = m_begin; m0 < m_end; m0 += MR) block<WT, MR>(a, m0, b * NR);
+      for (int64_t m0 = m_begin; m0 < m_end; m0 += MR) block<WT, MR, NR>(a, m0, b * NR);
     }
   });
 }
 
+template <typename WT, int NR>
+void gemv_rows(const GemvArgs& a) {
+  // The fewest rows per pass that still cover M in one pass over the weight (1, 2, 4, 8:
+  // repeated rows cost FMAs, another pass costs a second stream of the weight), at most
+  // what fits the registers.
+  constexpr int kMax = max_mr<NR>();
+  if (a.M == 1) return gemv_typed<WT, 1, NR>(a);
+  if (a.M == 2 || kMax == 2) return gemv_typed<WT, 2, NR>(a);
+  if constexpr (kMax == 4) {
+    return gemv_typed<WT, 4, NR>(a);
+  } else {
+    if (a.M <= 4) return gemv_typed<WT, 4, NR>(a);
+    return gemv_typed<WT, 8, NR>(a);
+  }
+}
+
 template <typename WT>
 void gemv_dtype(const GemvArgs& a) {
-  // One activation row per pass at M = 1 (no repeated rows); the widest that fits otherwise.
-  if (a.M == 1) return gemv_typed<WT, 1>(a);
-  if (a.M == 2 || kMaxMR == 2) return gemv_typed<WT, 2>(a);
-  if constexpr (kMaxMR >= 4) return gemv_typed<WT, 4>(a);
+  switch (a.N) {
+    case 1: return gemv_rows<WT, 1>(a);
+    case 2: return gemv_rows<WT, 2>(a);
+    case 3: return gemv_rows<WT, 3>(a);
+    default: return gemv_rows<WT, kNR>(a);
+  }
 }
 
 }  // namespace gemv_detail
