@@ -1,8 +1,9 @@
 """The GEMV on outputs narrower than its 4-row weight block (N = 1, 2, 3: a classifier or
 regression head) takes a block of exactly N rows and up to 8 activation rows per pass
-(runtime/cpu/gemv_rows.h). Every output keeps its own vector accumulator whatever the block
-shape, so Linear(K, n) must equal the first n columns of a Linear(K, 4) whose first rows are the
-same, bit for bit, at every row count (row tails, several tiles, a lone block split by rows).
+(runtime/cpu/gemv_rows.h). Every output keeps its own vector accumulator whatever the block shape
+(an N that 4 does not divide repeats rows in its last block), so Linear(K, n) must equal the first
+n columns of a Linear(K, 4 * ceil(n / 4)) whose first rows are the same, bit for bit, at every row
+count (row tails, several tiles, a lone block split by rows).
 FXCPP_KERNEL_CHOICE=gemv forces the GEMV at any M on every host."""
 import pytest
 import torch
@@ -29,8 +30,9 @@ def _run(m, x):
 
 
 def _pair(n, k, dtype, bias=True):
-    """Linear(k, n) and Linear(k, 4) sharing their first n weight rows and bias entries."""
-    wide = nn.Linear(k, 4, bias=bias).eval()
+    """Linear(k, n) and Linear(k, 4 * ceil(n / 4)) sharing their first n weight rows and bias
+    entries: the wide one runs whole 4-row blocks only."""
+    wide = nn.Linear(k, -(-n // 4) * 4, bias=bias).eval()
     narrow = nn.Linear(k, n, bias=bias).eval()
     with torch.no_grad():
         narrow.weight.copy_(wide.weight[:n])
@@ -44,6 +46,18 @@ def _pair(n, k, dtype, bias=True):
 def test_narrow_block_equals_the_wide_blocks_columns(n, m):
     torch.manual_seed(n * 1000 + m)
     narrow, wide = _pair(n, 100, torch.float32)  # K = 100: a vector tail on AVX2 and AVX-512
+    x = torch.randn(m, 100)
+    yn, yw = _run(narrow, x), _run(wide, x)
+    assert torch.equal(yn, yw[:, :n])
+    with torch.no_grad():
+        assert_same(narrow(x), yn)
+
+
+@pytest.mark.parametrize("n", [5, 6, 7, 9, 11])
+@pytest.mark.parametrize("m", [1, 3, 16, 65])
+def test_a_last_block_with_repeated_rows(n, m):
+    torch.manual_seed(n * 100 + m)
+    narrow, wide = _pair(n, 100, torch.float32)
     x = torch.randn(m, 100)
     yn, yw = _run(narrow, x), _run(wide, x)
     assert torch.equal(yn, yw[:, :n])

@@ -2,12 +2,16 @@
 fxcpp's GEMV (FXCPP_KERNEL_CHOICE=ours) against eager, in one process, alternated over ROUNDS
 rounds. Run on the build before and after the N-row blocks of gemv_rows.h.
 
-    PYTHONPATH=. python benchmarks/results/narrow-n-gemv/narrow_block_time.py   # narrow_block_time_zen5.txt
+    PYTHONPATH=. python benchmarks/results/narrow-n-gemv/narrow_block_time.py   # narrow_block_time_zen5_*.txt
+    PYTHONPATH=. python benchmarks/results/narrow-n-gemv/narrow_block_time.py --ns 5,6,7,8,9,11 --ms 4096,16384
+        # the last block of N = 5-11 (narrow_tail_time_zen5_*.txt)
 
 Each cell: median over rounds of the median of 200 calls (40 at M = 4096, 20 at 16384) after 3 warm-up calls,
 in us, of the whole compiled call (Dynamo's guards included, hence eager's lead at small M)."""
+import argparse
 import os
 import statistics
+import sys
 import time
 
 import torch
@@ -38,14 +42,18 @@ def med(f, a, n):
     return statistics.median(ts)
 
 
+ap = argparse.ArgumentParser()
+ap.add_argument("--ns", default="1,2,3,4")
+ap.add_argument("--ms", default="64,512,4096,16384")
+args = ap.parse_args()
 torch.manual_seed(0)
-m = machine_info(torch.get_num_threads(), "PYTHONPATH=. python benchmarks/results/narrow-n-gemv/narrow_block_time.py")
+m = machine_info(torch.get_num_threads(), " ".join(["PYTHONPATH=. python benchmarks/results/narrow-n-gemv/narrow_block_time.py"] + sys.argv[1:]))
 print(m["cpu_model"], "|", fxcpp._C.host_info()["summary"], "| torch", m["torch_version"], "| commit",
       m["git_commit"][:10], m["date"])
 print(f"{'M':>5} {'K':>5} {'N':>3} | {'default':>8} {'eager':>8} us | default/eager | default kernel")
-for M in (64, 512, 4096, 16384):
+for M in map(int, args.ms.split(",")):
     for K in (768, 2048):
-        for N in (1, 2, 3, 4):
+        for N in map(int, args.ns.split(",")):
             lin = torch.nn.Linear(K, N).eval()
             a = torch.randn(M, K)
             fs = {}
