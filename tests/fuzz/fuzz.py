@@ -21,6 +21,7 @@ import argparse
 import copy
 import dataclasses
 import inspect
+import json
 import os
 import re
 import sys
@@ -448,6 +449,8 @@ def run(n: int, seed: int, out_dir: str | None, verbose: bool = False, train: bo
     are counted as left out). attention: FXCPP_ATTENTION while they run (read as each
     attention kernel is made)."""
     saved = os.environ.get("FXCPP_ATTENTION")
+    if large:
+        os.environ.setdefault("FXCPP_LLC_BYTES", str(LARGE_LLC_BYTES))  # read once, at the process's first call
     if attention:
         os.environ["FXCPP_ATTENTION"] = attention
     try:
@@ -461,6 +464,9 @@ def run(n: int, seed: int, out_dir: str | None, verbose: bool = False, train: bo
 
 # The paths of large calls a --large run reports (cpu_fused_stats()).
 LARGE_PATHS = ("planned_calls", "streamed", "row_paced_blocks", "pool_hits")
+# The "last-level cache" of a large run, unless FXCPP_LLC_BYTES is set: small enough that the
+# fuzzed sizes take the paths of calls larger than the cache.
+LARGE_LLC_BYTES = 256 << 10
 
 
 def _run(n, seed, out_dir, verbose, train, dtypes, grammar, freeze, large=False) -> dict:
@@ -496,6 +502,9 @@ def _run(n, seed, out_dir, verbose, train, dtypes, grammar, freeze, large=False)
     counts["released"] = len(released)  # freeze: programs whose model had parameters released
     stats = fxcpp._C.cpu_fused_stats()
     counts["paths"] = {k: stats[k] - stats0[k] for k in LARGE_PATHS}
+    # The cache size the streaming rules used: a process that read it before a large run keeps
+    # its own, which the caller can see here.
+    counts["llc_bytes"] = fxcpp._C.host_info()["llc_bytes"]
     return counts
 
 
@@ -514,9 +523,8 @@ def main(argv=None) -> int:
     ap.add_argument("--freeze", action="store_true", help="compile with options={'freeze': True}; two calls per program")
     ap.add_argument("--large", action="store_true",
                     help="inputs of 16K-2M elements, FXCPP_LLC_BYTES 256 KiB unless set (the paths of large calls)")
+    ap.add_argument("--json", help="also write the counts to this file (JSON)")
     a = ap.parse_args(argv)
-    if a.large:
-        os.environ.setdefault("FXCPP_LLC_BYTES", str(256 << 10))  # read once, at the first call
     if a.freeze and a.train:
         ap.error("--freeze compiles inference graphs only")
     c = run(a.n, a.seed, a.out, a.verbose, a.train, tuple(a.dtypes.split(",")), a.grammar, a.freeze, a.attention, a.large)
@@ -526,7 +534,12 @@ def main(argv=None) -> int:
           f"failed {c['fail']} in {c['seconds']} s; fxcpp warned (a correct fallback) on {len(c['fallbacks'])}; "
           f"output strides as Dynamo traced them, not eager's, on {c['traced']}"
           + (f"; parameters released on {c['released']}" if a.freeze else "")
-          + (f"; large calls: {', '.join(f'{k} {v}' for k, v in c['paths'].items())}" if a.large else ""))
+          + (f"; large calls (LLC {c['llc_bytes']} B): {', '.join(f'{k} {v}' for k, v in c['paths'].items())}"
+             if a.large else ""))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({k: c[k] for k in ("ok", "skip", "fail", "traced", "left out", "seconds", "released", "paths",
+                                         "llc_bytes")} | {"failed_seeds": [f[0] for f in c["failures"]]}, f, indent=1)
     return 1 if c["fail"] else 0
 
 

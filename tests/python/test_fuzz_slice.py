@@ -8,6 +8,7 @@ two training steps of the fp32 programs of both; a slice of grammar 2 compiled w
 freeze=True. `make fuzz N=...` runs as many as asked.
 Also: the shrinker keeps a failure and drops what it does not need, and the reproducer it
 writes runs on its own."""
+import json
 import os
 import subprocess
 import sys
@@ -95,22 +96,23 @@ def test_grammar_4_attention_runs_the_matmuls(monkeypatch):
 LARGE_SEEDS = 40
 
 
-def test_fuzz_large_slice_grammar_4():
+def test_fuzz_large_slice_grammar_4(tmp_path):
     """--large: inputs of 16K-2M elements and a 256 KiB "last-level cache" (in a process of its
     own: the size is read once per process, and this one's is pinned at 32 MiB), so that the
     paths only large calls take run on fuzzed programs too: cheap pointwise groups as a plan
     (interp_plan.h), streaming stores, short blocks and paced rows from "DRAM". The small
     programs above never reach them (planned_calls stayed 0 over grammar 4's seeds)."""
-    env = dict(os.environ, FXCPP_LLC_BYTES=str(256 << 10))
+    env = {k: v for k, v in os.environ.items() if k != "FXCPP_LLC_BYTES"}  # the run pins its own
+    counts = tmp_path / "counts.json"
     out = subprocess.run([sys.executable, os.path.join(os.path.dirname(fuzz.__file__), "fuzz.py"), "--large",
-                          "--grammar", "4", "--n", str(LARGE_SEEDS), "--seed", "0", "--out", ""],
+                          "--grammar", "4", "--n", str(LARGE_SEEDS), "--seed", "0", "--out", "", "--json", str(counts)],
                          capture_output=True, text=True, timeout=900, env=env)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    summary = out.stdout.strip().splitlines()[-1]
-    paths = dict(kv.rsplit(" ", 1) for kv in summary.split("large calls: ")[1].split(", "))
-    assert int(summary.split(" ok ")[1].split(",")[0]) >= LARGE_SEEDS * 0.9, summary
+    c = json.loads(counts.read_text())
+    assert c["llc_bytes"] == fuzz.LARGE_LLC_BYTES, c
+    assert c["fail"] == 0 and c["ok"] >= LARGE_SEEDS * 0.9, c
     for path in ("planned_calls", "streamed", "row_paced_blocks"):
-        assert int(paths[path]) > 0, summary  # the slice reaches each path
+        assert c["paths"][path] > 0, c  # the slice reaches each path
 
 
 FREEZE_SEEDS = 100
